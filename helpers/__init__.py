@@ -1,0 +1,5 @@
+"""Helpers for the course *PageRank on the GPU*: graphs, generators, the float64 reference, data, GPU facts.
+
+Importing helpers never imports CuPy; the functions that need a GPU ask for it and say what to do.
+"""
+__version__ = "0.1.0"

@@ -1,0 +1,115 @@
+"""Course-wide settings: where the course lives on GitHub, where data goes, and the lectures' first cell.
+
+The GitHub owner/repo is written here and nowhere else by hand: the README's Colab badges and every
+notebook's first cell are written from it by ``python -m helpers.course sync`` and a test checks both.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+REPOSITORY = "pagerank-on-the-gpu/pagerank-on-the-gpu"
+BRANCH = "main"
+CHECKOUT_NAME = "pagerank-on-the-gpu"   # the folder colab_setup.sh clones into, under /content
+DATA_DIR_VARIABLE = "PAGERANK_DATA_DIR"
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def data_dir() -> Path:
+    """The one data-directory setting: $PAGERANK_DATA_DIR, else data/ in the checkout, else a user cache."""
+    configured = os.environ.get(DATA_DIR_VARIABLE)
+    if configured:
+        path = Path(configured).expanduser()
+    elif (ROOT / "data").is_dir() and os.access(ROOT / "data", os.W_OK):
+        path = ROOT / "data"
+    else:
+        path = Path.home() / ".cache" / "pagerank-on-the-gpu"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def in_colab() -> bool:
+    return "google.colab" in sys.modules
+
+
+def colab_url(notebook: str) -> str:
+    """Open-in-Colab address of a notebook given by its path inside the repository."""
+    return f"https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/{notebook}"
+
+
+def colab_badge(notebook: str) -> str:
+    return f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab_url(notebook)})"
+
+
+SETUP_MARKER = "# Course setup (written by `python -m helpers.course sync`; edit helpers/course.py instead)"
+
+
+def setup_cell_source() -> str:
+    """The first code cell of every lecture: on Colab fetch the course once; everywhere report the setup."""
+    raw = f"https://raw.githubusercontent.com/{REPOSITORY}/{BRANCH}/colab_setup.sh"
+    return "\n".join([
+        SETUP_MARKER,
+        "import os, subprocess, sys",
+        "if 'google.colab' in sys.modules:",
+        f"    if not os.path.isdir('/content/{CHECKOUT_NAME}'):",
+        f"        subprocess.run(['bash', '-c', 'curl -fsSL {raw} | bash'], check=True)",
+        f"    sys.path.insert(0, '/content/{CHECKOUT_NAME}')",
+        "import helpers.course",
+        "helpers.course.report()",
+    ])
+
+
+def report() -> None:
+    """Print where this lecture runs: Python, Colab or not, the GPU (or plainly that there is none), data."""
+    from . import gpu
+
+    status = gpu.gpu_status()
+    where = "Google Colab" if in_colab() else platform.node() or "this machine"
+    print(f"Python {platform.python_version()} on {where}")
+    print(f"GPU: {status.description}")
+    print(f"data directory: {data_dir()}")
+
+
+# --- keeping README and notebooks in step with REPOSITORY ------------------------------------------
+
+def lecture_notebooks() -> list[Path]:
+    return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def sync_notebook(path: Path) -> bool:
+    """Rewrite a notebook's first code cell to the current setup cell; True if it changed."""
+    notebook = json.loads(path.read_text())
+    cells = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    wanted = setup_cell_source()
+    if not cells or "".join(cells[0]["source"]) == wanted:
+        return False
+    if not "".join(cells[0]["source"]).startswith(SETUP_MARKER):
+        raise ValueError(f"{path}: the first code cell is not the course setup cell")
+    cells[0]["source"] = wanted.splitlines(keepends=True)
+    path.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+    return True
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m helpers.course",
+                                     description="Write the repository setting into every lecture's setup cell.")
+    parser.add_argument("command", choices=["sync", "report"])
+    args = parser.parse_args(argv)
+    if args.command == "report":
+        report()
+        return 0
+    for path in lecture_notebooks():
+        if sync_notebook(path):
+            print(f"updated {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,127 @@
+"""The GPU, asked for only when needed: is there one, what is it, and how to time work on it.
+
+Nothing here imports CuPy at import time. ``require_gpu()`` returns CuPy or raises an error that says
+what to do; the timing functions use CUDA events, warm up first and report the median of repeats.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+NO_GPU_ADVICE = ("On Colab: Runtime > Change runtime type > T4 GPU, then run the notebook again. "
+                 "Elsewhere: a CUDA GPU with its driver and CuPy (pip install 'pagerank-gpu-course[gpu]').")
+
+
+class NoGPUError(RuntimeError):
+    """Raised where a CUDA GPU is needed and there is none (or CuPy cannot reach it)."""
+
+
+@dataclass(frozen=True)
+class GpuStatus:
+    available: bool
+    description: str   # the GPU's name, or why there is none
+
+
+def gpu_status() -> GpuStatus:
+    """Whether CuPy can reach a CUDA GPU, without raising."""
+    try:
+        import cupy
+    except ImportError:
+        return GpuStatus(False, "none: CuPy is not installed, so every GPU lecture is skipped. " + NO_GPU_ADVICE)
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as error:  # no driver, no device, or a broken installation
+        return GpuStatus(False, f"none: CuPy cannot reach a CUDA device ({error}). " + NO_GPU_ADVICE)
+    if count == 0:
+        return GpuStatus(False, "none: no CUDA device is visible. " + NO_GPU_ADVICE)
+    props = cupy.cuda.runtime.getDeviceProperties(0)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    return GpuStatus(True, f"{name} (compute capability {props['major']}.{props['minor']})")
+
+
+def has_gpu() -> bool:
+    return gpu_status().available
+
+
+def require_gpu():
+    """CuPy, once it is certain that a GPU answers; otherwise NoGPUError with what to do."""
+    status = gpu_status()
+    if not status.available:
+        raise NoGPUError(f"This needs a CUDA GPU. GPU: {status.description}")
+    import cupy
+
+    return cupy
+
+
+@dataclass(frozen=True)
+class DeviceFacts:
+    name: str
+    compute_capability: str
+    multiprocessors: int
+    l2_bytes: int
+    memory_bytes: int
+    memory_clock_khz: int
+    bus_width_bits: int
+
+    @property
+    def peak_bandwidth_gbs(self) -> float:
+        """Theoretical DRAM bandwidth: two transfers per memory clock (DDR) across the whole bus."""
+        return 2.0 * self.memory_clock_khz * 1e3 * self.bus_width_bits / 8 / 1e9
+
+
+def device_facts() -> DeviceFacts:
+    """What the current device says of itself, read from its attributes (nothing typed in)."""
+    cp = require_gpu()
+    device = cp.cuda.Device()
+    attributes = device.attributes
+    props = cp.cuda.runtime.getDeviceProperties(device.id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    return DeviceFacts(
+        name=name,
+        compute_capability=f"{props['major']}.{props['minor']}",
+        multiprocessors=attributes["MultiProcessorCount"],
+        l2_bytes=attributes["L2CacheSize"],
+        memory_bytes=device.mem_info[1],
+        memory_clock_khz=attributes["MemoryClockRate"],
+        bus_width_bits=attributes["GlobalMemoryBusWidth"],
+    )
+
+
+@dataclass(frozen=True)
+class Timing:
+    median_ms: float
+    min_ms: float
+    samples_ms: np.ndarray
+
+
+def time_gpu(run, *, warmup: int = 3, repeat: int = 20) -> Timing:
+    """Time ``run()`` (which launches GPU work) with CUDA events: ``warmup`` untimed calls, then the
+    median of ``repeat`` timed ones. The first calls compile and load kernels, so they are never timed."""
+    cp = require_gpu()
+    for _ in range(warmup):
+        run()
+    cp.cuda.Device().synchronize()
+    samples = []
+    for _ in range(repeat):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        samples.append(cp.cuda.get_elapsed_time(start, stop))
+    samples = np.array(samples)
+    return Timing(float(np.median(samples)), float(samples.min()), samples)
+
+
+def measure_copy_bandwidth(nbytes: int = 512 * 2**20, repeat: int = 20) -> float:
+    """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written (median)."""
+    cp = require_gpu()
+    free = cp.cuda.Device().mem_info[0]
+    nbytes = int(min(nbytes, free // 4))
+    source = cp.empty(nbytes // 4, dtype=cp.float32)
+    source.fill(1.0)
+    target = cp.empty_like(source)
+    timing = time_gpu(lambda: cp.copyto(target, source), repeat=repeat)
+    del source, target
+    return 2 * (nbytes // 4 * 4) / (timing.median_ms * 1e-3) / 1e9

@@ -1,0 +1,109 @@
+import networkx as nx
+import numpy as np
+import pytest
+
+from helpers import generators
+from helpers.reference import (l1_distance, max_abs_diff, pagerank, rank_correlation, top_k, top_k_overlap,
+                               verify_fixed_point)
+
+TOL = 1e-12
+
+
+def networkx_ranks(graph, personalization=None, tol=TOL):
+    """networkx on the same graph, with its tol divided by N (it scales its own test by N)."""
+    g = nx.DiGraph()
+    g.add_nodes_from(range(graph.num_vertices))
+    g.add_edges_from(zip(*(a.tolist() for a in graph.edges())))
+    pers = None if personalization is None else dict(enumerate(personalization))
+    ranks = nx.pagerank(g, alpha=0.85, tol=tol / graph.num_vertices, max_iter=10_000, personalization=pers)
+    return np.array([ranks[v] for v in range(graph.num_vertices)])
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_reference_equals_networkx_on_random_graphs(seed):
+    rng = np.random.default_rng(seed)
+    graph = generators.random_graph(int(rng.integers(20, 400)), avg_degree=float(rng.uniform(1, 6)), seed=seed,
+                                    dangling_fraction=0.25)
+    assert graph.dangling.any()
+    result = pagerank(graph, tol=TOL)
+    assert result.converged
+    assert max_abs_diff(result.ranks, networkx_ranks(graph)) < 1e-10
+    assert abs(result.ranks.sum() - 1.0) < 1e-12
+
+
+@pytest.mark.parametrize("name", sorted(generators.TINY_GRAPHS))
+def test_reference_equals_networkx_on_tiny_graphs(name):
+    graph = generators.TINY_GRAPHS[name]()
+    result = pagerank(graph, tol=TOL)
+    assert max_abs_diff(result.ranks, networkx_ranks(graph)) < 1e-10
+    assert abs(result.ranks.sum() - 1.0) < 1e-12
+    assert verify_fixed_point(graph, result.ranks, tol=1e-10)
+
+
+def test_personalised_pagerank_equals_networkx():
+    graph = generators.random_graph(200, seed=3)
+    weights = np.random.default_rng(3).random(200) * (np.arange(200) % 3 == 0)
+    result = pagerank(graph, tol=TOL, personalization=weights)
+    assert max_abs_diff(result.ranks, networkx_ranks(graph, weights)) < 1e-10
+    assert abs(result.ranks.sum() - 1.0) < 1e-12
+
+
+def test_tiny_graphs_have_the_ranks_their_symmetry_demands():
+    assert pagerank(generators.single_vertex()).ranks.tolist() == [1.0]
+    for graph in (generators.cycle(7), generators.complete(5), generators.all_dangling(4)):
+        n = graph.num_vertices
+        assert max_abs_diff(pagerank(graph).ranks, np.full(n, 1 / n)) < 1e-12
+    ranks = pagerank(generators.in_star(6)).ranks
+    assert ranks[0] > ranks[1] and np.allclose(ranks[1:], ranks[1])
+
+
+def test_residuals_shrink_like_the_damping_factor():
+    result = pagerank(generators.rmat_graph(20_000, 100_000, seed=1), tol=1e-12)
+    ratios = result.residuals[1:] / result.residuals[:-1]
+    assert ratios[5:].max() <= 0.85 + 1e-6        # the L1 change shrinks at least by d each step
+    assert result.iterations == len(result.residuals) and result.residuals[-1] < 1e-12
+
+
+def test_verifier_rejects_a_perturbed_vector():
+    graph = generators.random_graph(500, seed=11)
+    ranks = pagerank(graph, tol=1e-12).ranks
+    assert verify_fixed_point(graph, ranks, tol=1e-9).ok
+    moved = ranks.copy()
+    moved[[3, 17]] += [2e-4, -2e-4]                 # still sums to 1, but no longer a fixed point
+    check = verify_fixed_point(graph, moved, tol=1e-6)
+    assert not check.ok and "one more iteration moves the ranks" in check.message
+    scaled = ranks * 1.001
+    assert "sum to" in verify_fixed_point(graph, scaled).message
+    negative = ranks.copy()
+    negative[0] = -negative[0]
+    assert "negative" in verify_fixed_point(graph, negative).message
+    assert not verify_fixed_point(graph, np.full(graph.num_vertices, np.nan)).ok
+    assert not verify_fixed_point(graph, ranks[:-1]).ok
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(damping=0.0), "damping must lie strictly between 0 and 1"),
+    (dict(damping=1.0), "damping must lie strictly between 0 and 1"),
+    (dict(damping=-0.5), "damping must lie strictly between 0 and 1"),
+    (dict(tol=0.0), "tol must be positive"),
+    (dict(tol=-1e-6), "tol must be positive"),
+    (dict(personalization=np.zeros(5)), "personalization is all zeros"),
+    (dict(personalization=np.array([1, -1, 0, 0, 0.0])), "finite and non-negative"),
+    (dict(personalization=np.ones(4)), "one weight per vertex"),
+    (dict(max_iter=0), "max_iter must be at least 1"),
+])
+def test_bad_parameters_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        pagerank(generators.cycle(5), **kwargs)
+
+
+def test_comparison_helpers():
+    a = np.array([0.1, 0.4, 0.2, 0.3])
+    b = np.array([0.1, 0.3, 0.2, 0.4])
+    assert max_abs_diff(a, b) == pytest.approx(0.1)
+    assert l1_distance(a, b) == pytest.approx(0.2)
+    assert top_k(a, 2).tolist() == [1, 3]
+    assert top_k(np.array([0.5, 0.5, 0.0]), 1).tolist() == [0]     # ties go to the smaller id
+    assert top_k_overlap(a, b, 2) == 1.0 and top_k_overlap(a, b, 1) == 0.0
+    assert rank_correlation(a, a) == pytest.approx(1.0)
+    assert rank_correlation(a, b) < 1.0
