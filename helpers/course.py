@@ -57,7 +57,7 @@ def setup_cell_source() -> str:
         "import os, subprocess, sys",
         "if 'google.colab' in sys.modules:",
         f"    if not os.path.isdir('/content/{CHECKOUT_NAME}'):",
-        f"        subprocess.run(['bash', '-c', 'curl -fsSL {raw} | bash'], check=True)",
+        f"        subprocess.run(['bash', '-c', 'curl -fsSL {raw} | bash -s {REPOSITORY} {CHECKOUT_NAME}'], check=True)",
         f"    sys.path.insert(0, '/content/{CHECKOUT_NAME}')",
         "import helpers.course",
         "helpers.course.report()",
@@ -81,6 +81,42 @@ def lecture_notebooks() -> list[Path]:
     return sorted(p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
+def lecture_title(path: Path) -> str:
+    """The lecture's title: its first markdown heading without the number ("# 01 · Title")."""
+    notebook = json.loads(path.read_text())
+    for cell in notebook["cells"]:
+        if cell["cell_type"] == "markdown":
+            heading = "".join(cell["source"]).splitlines()[0].lstrip("# ").strip()
+            return heading.split("·", 1)[-1].strip()
+    return path.stem
+
+
+def lecture_table() -> str:
+    """The README's lecture table, one row per lecture notebook, each with its Open-in-Colab badge."""
+    rows = ["| # | lecture | needs a GPU | open |", "|---|---|---|---|"]
+    for path in lecture_notebooks():
+        notebook = json.loads(path.read_text())
+        gpu = "yes" if notebook.get("metadata", {}).get("course", {}).get("needs_gpu") else "no"
+        relative = path.relative_to(ROOT).as_posix()
+        rows.append(f"| {path.name[:2]} | [{lecture_title(path)}]({relative}) | {gpu} | {colab_badge(relative)} |")
+    return "\n".join(rows)
+
+
+TABLE_START, TABLE_END = "<!-- lectures: written by python -m helpers.course sync -->", "<!-- end of lectures -->"
+
+
+def sync_readme(readme: Path = ROOT / "README.md") -> bool:
+    """Rewrite the README's lecture table from the notebooks; True if it changed."""
+    text = readme.read_text()
+    before, rest = text.split(TABLE_START, 1)
+    _, after = rest.split(TABLE_END, 1)
+    new = f"{before}{TABLE_START}\n{lecture_table()}\n{TABLE_END}{after}"
+    if new == text:
+        return False
+    readme.write_text(new)
+    return True
+
+
 def sync_notebook(path: Path) -> bool:
     """Rewrite a notebook's first code cell to the current setup cell; True if it changed."""
     notebook = json.loads(path.read_text())
@@ -95,19 +131,52 @@ def sync_notebook(path: Path) -> bool:
     return True
 
 
+def execute(path: Path, timeout: int = 1200) -> float:
+    """Run a notebook top to bottom in a fresh kernel and save it with its outputs; returns seconds taken."""
+    import time
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebook = nbformat.read(path, as_version=4)
+    start = time.perf_counter()
+    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    nbformat.write(notebook, path)
+    return time.perf_counter() - start
+
+
 def main(argv=None) -> int:
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m helpers.course",
-                                     description="Write the repository setting into every lecture's setup cell.")
-    parser.add_argument("command", choices=["sync", "report"])
+    parser = argparse.ArgumentParser(
+        prog="python -m helpers.course",
+        description="sync: write the repository setting into every lecture's setup cell; "
+                    "report: print Python, GPU and data directory; "
+                    "execute: run lectures top to bottom in fresh kernels, saving their outputs "
+                    "(GPU lectures are skipped, with the reason, where there is no GPU).")
+    parser.add_argument("command", choices=["sync", "report", "execute"])
+    parser.add_argument("notebooks", nargs="*", type=Path, help="for execute: the notebooks (default: every lecture)")
     args = parser.parse_args(argv)
     if args.command == "report":
         report()
         return 0
+    if args.command == "execute":
+        from . import gpu
+
+        status = gpu.gpu_status()
+        for path in args.notebooks or lecture_notebooks():
+            needs_gpu = json.loads(path.read_text()).get("metadata", {}).get("course", {}).get("needs_gpu")
+            if needs_gpu and not status.available:
+                print(f"skipped {path.name}: needs a CUDA GPU; GPU: {status.description}")
+                continue
+            print(f"ran {path.name} in {execute(path):.0f} s", flush=True)
+        return 0
     for path in lecture_notebooks():
         if sync_notebook(path):
             print(f"updated {path.relative_to(ROOT)}")
+    if sync_readme():
+        print("updated README.md")
     return 0
 
 
