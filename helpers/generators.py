@@ -135,27 +135,36 @@ def _rmat_ids(rng, count: int, scale: int, a: float, b: float, c: float) -> tupl
 def rmat_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOGLE_EDGES, seed: int = 0,
                *, dangling_share: float = WEB_GOOGLE_DANGLING_SHARE, a: float = 0.5, b: float = 0.2,
                c: float = 0.2, name: str | None = None) -> Graph:
-    """Power-law R-MAT (Kronecker) graph with exactly ``num_edges`` distinct edges.
+    """Power-law R-MAT (Kronecker) graph with exactly ``num_edges`` distinct edges and no isolated vertex.
 
     Each edge picks one quadrant of the adjacency matrix per level with probabilities a, b, c, 1-a-b-c.
     A share ``dangling_share`` of the vertices never links out; every other vertex links out at least
-    once. Sources and targets are relabelled by two independent random permutations, so in-hubs and
-    out-hubs are different pages, as on the web.
+    once and every dangling vertex is linked to at least once, so that, as in a crawled edge list, every
+    vertex occurs in some edge. Sources and targets are relabelled by two independent random
+    permutations, so in-hubs and out-hubs are different pages, as on the web.
     """
     if min(a, b, c, 1.0 - a - b - c) < 0:
         raise ValueError(f"R-MAT probabilities must be non-negative and sum to at most 1: {a}, {b}, {c}")
     n = int(num_vertices)
     linking = n - int(round(dangling_share * n))
-    if not 0 < linking <= n or num_edges < linking or num_edges > linking * n:
-        raise ValueError(f"{num_edges:,} distinct edges cannot give {linking:,} of {n:,} vertices out-links")
+    if not 0 < linking <= n or num_edges < n or num_edges > linking * n:
+        raise ValueError(f"{num_edges:,} distinct edges cannot give {linking:,} of {n:,} vertices out-links "
+                         f"and every vertex an edge")
     rng = np.random.default_rng(seed)
     scale = max(1, int(np.ceil(np.log2(n))))
-    # One out-link for every linking vertex first, so that exactly the chosen share is dangling.
+    # Source ids 0..linking-1 and target ids 0..n-1 are R-MAT coordinates; vertex names come from labels.
+    source_label, target_label = rng.permutation(n), rng.permutation(n)
+    target_of = np.empty(n, dtype=np.int64)
+    target_of[target_label] = np.arange(n)               # vertex -> its target coordinate
     _, first = _rmat_ids(rng, 2 * linking, scale, a, b, c)
     first = first[first < n][:linking]
     if first.size < linking:
         first = np.concatenate([first, rng.integers(0, n, linking - first.size)])
-    base = np.arange(linking, dtype=np.int64) * n + first
+    dangling_vertices = source_label[linking:]
+    base = sorted_unique(np.concatenate([
+        np.arange(linking, dtype=np.int64) * n + first,                              # one out-link each
+        rng.integers(0, linking, dangling_vertices.size) * n + target_of[dangling_vertices],  # one in-link each
+    ]))
     extra = np.empty(0, dtype=np.int64)
     while base.size + extra.size < num_edges:
         rows, cols = _rmat_ids(rng, int((num_edges - base.size - extra.size) * 1.2) + 1024, scale, a, b, c)
@@ -164,6 +173,5 @@ def rmat_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOO
         extra = extra[~np.isin(extra, base, assume_unique=True, kind="sort")]
     extra = rng.choice(extra, size=num_edges - base.size, replace=False)
     keys = np.concatenate([base, extra])
-    source_label, target_label = rng.permutation(n), rng.permutation(n)
     return from_edges(source_label[keys // n], target_label[keys % n], n,
                       name=name or f"R-MAT(n={n:,}, m={num_edges:,}, seed={seed})")

@@ -198,17 +198,12 @@ def _first_bad_line(path: Path, num_vertices: int | None) -> str | None:
     return None
 
 
-def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None = None,
-                   undirected: bool = False, name: str | None = None) -> Graph:
-    """Read a SNAP-style edge list ('#' comments, two integer ids per line, optionally gzipped).
-
-    With ``relabel_ids`` (the default) sparse ids become 0..n-1 and ``original_ids`` keeps the mapping.
-    Without it, ids are used as they are and must lie below ``num_vertices`` (default: largest id + 1).
-    """
+def read_edge_pairs(path, num_vertices: int | None = None) -> np.ndarray:
+    """The (k, 2) int64 array of id pairs in a SNAP-style edge list, one row per edge line, checked:
+    integers only, two per line, none negative, all below ``num_vertices`` when it is given."""
     path = Path(os.fspath(path))
     if not path.is_file():
         raise FileNotFoundError(f"no edge-list file at {path}")
-    name = name or path.name.split(".")[0]
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "input contained no data": handled below
@@ -223,13 +218,30 @@ def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None =
     if pairs.shape[1] != 2 or (pairs < 0).any() or (num_vertices is not None and (pairs >= num_vertices).any()):
         detail = _first_bad_line(path, num_vertices)
         raise GraphFormatError(f"{path}: {detail or 'expected two vertex ids per line'}")
+    return pairs
+
+
+def graph_from_pairs(pairs: np.ndarray, *, relabel_ids: bool = True, num_vertices: int | None = None,
+                     undirected: bool = False, name: str = "graph") -> Graph:
+    """A Graph from an id-pair array as ``read_edge_pairs`` returns it (see ``read_edge_list``)."""
     src, dst = pairs[:, 0], pairs[:, 1]
-    del pairs
     if relabel_ids:
         src, dst, original_ids = relabel(src, dst)
         return from_edges(src, dst, original_ids.size, undirected=undirected,
                           original_ids=original_ids, name=name)
     return from_edges(src, dst, num_vertices, undirected=undirected, name=name)
+
+
+def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None = None,
+                   undirected: bool = False, name: str | None = None) -> Graph:
+    """Read a SNAP-style edge list ('#' comments, two integer ids per line, optionally gzipped).
+
+    With ``relabel_ids`` (the default) sparse ids become 0..n-1 and ``original_ids`` keeps the mapping.
+    Without it, ids are used as they are and must lie below ``num_vertices`` (default: largest id + 1).
+    """
+    pairs = read_edge_pairs(path, None if relabel_ids else num_vertices)
+    return graph_from_pairs(pairs, relabel_ids=relabel_ids, num_vertices=num_vertices, undirected=undirected,
+                            name=name or Path(os.fspath(path)).name.split(".")[0])
 
 
 def write_edge_list(graph: Graph, path, *, header: str | None = None) -> Path:
@@ -242,8 +254,10 @@ def write_edge_list(graph: Graph, path, *, header: str | None = None) -> Path:
     lines = [f"# {header or graph.name}",
              f"# Nodes: {graph.num_vertices} Edges: {graph.num_edges}",
              "# FromNodeId\tToNodeId"]
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "wt") as out:
-        out.write("\n".join(lines) + "\n")
-        np.savetxt(out, np.column_stack([src, dst]), fmt="%d", delimiter="\t")
+    pairs = np.column_stack([src, dst]).ravel().tolist()
+    body = ("%d\t%d\n" * (len(pairs) // 2)) % tuple(pairs)     # one C-level formatting pass
+    data = ("\n".join(lines) + "\n" + body).encode()
+    if path.suffix == ".gz":
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+    path.write_bytes(data)
     return path

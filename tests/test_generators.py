@@ -39,6 +39,7 @@ def test_rmat_matches_the_requested_size_and_dangling_share():
     g = generators.rmat_graph(50_000, 300_000, seed=4, dangling_share=0.15)
     assert g.num_vertices == 50_000 and g.num_edges == 300_000
     assert g.dangling.sum() == round(0.15 * 50_000)
+    assert not (g.dangling & (g.in_degree == 0)).any()      # every vertex occurs in some edge, as in a file
     assert g.in_degree.max() > 20 * 300_000 / 50_000     # skewed: a hub far above the mean
     again = generators.rmat_graph(50_000, 300_000, seed=4, dangling_share=0.15)
     assert np.array_equal(g.in_sources, again.in_sources)
