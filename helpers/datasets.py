@@ -90,10 +90,13 @@ def _fetch(url: str, folder: Path, filename: str, *, retries: int, timeout: floa
     """Download with pooch into ``folder``; retry connection problems and 5xx answers, not 4xx."""
     import pooch
     import requests
+    from tqdm import tqdm   # the plain text bar: it needs no notebook widgets
 
-    downloader = pooch.HTTPDownloader(progressbar=progress, timeout=timeout)
     last = None
     for attempt in range(1, retries + 1):
+        # total=1: a tqdm is falsy while its total is 0, and pooch would skip it; pooch sets the real total
+        bar = tqdm(total=1, unit="B", unit_scale=True, desc=filename, ncols=80) if progress else False
+        downloader = pooch.HTTPDownloader(progressbar=bar, timeout=timeout)
         try:
             return Path(pooch.retrieve(url, known_hash=None, fname=filename, path=folder,
                                        downloader=downloader, progressbar=progress))

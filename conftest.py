@@ -1,0 +1,55 @@
+"""Test-wide switches: GPU tests and GPU notebooks are skipped, with the reason, where there is no GPU;
+lecture 30 downloads from a loopback server that serves a generated web-Google-sized SNAP file."""
+import json
+import os
+import shutil
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from helpers import gpu
+
+_mirror = {}
+
+
+def _start_web_google_mirror():
+    """Serve a generated file with web-Google's counts and sparse ids; point the data settings at it."""
+    from helpers import datasets
+    from helpers.generators import rmat_graph
+    from snapserver import SnapServer, snap_file
+
+    folder = Path(tempfile.mkdtemp(prefix="pagerank-mirror-"))
+    ds = datasets.DATASETS["web-Google"]
+    graph = rmat_graph(ds.vertices, ds.listed_edges, seed=2002, name="generated web-Google-sized test file")
+    server = SnapServer()
+    server.serve(ds.filename, snap_file(graph, folder / ds.filename, id_space=916_428).read_bytes())
+    os.environ[datasets.BASE_URL_VARIABLE] = server.url
+    os.environ["PAGERANK_DATA_DIR"] = str(folder / "data")     # never the user's own cache
+    _mirror.update(server=server, folder=folder)
+
+
+@lru_cache(maxsize=None)
+def _notebook_needs_gpu(path: str) -> bool:
+    metadata = json.loads(Path(path).read_text()).get("metadata", {})
+    return bool(metadata.get("course", {}).get("needs_gpu", False))
+
+
+def pytest_collection_modifyitems(config, items):
+    if "PAGERANK_DATA_URL" not in os.environ and any(item.path.name.startswith("30_") for item in items):
+        _start_web_google_mirror()
+    status = gpu.gpu_status()
+    if status.available:
+        return
+    skip = pytest.mark.skip(reason=f"needs a CUDA GPU; GPU: {status.description}")
+    for item in items:
+        path = str(item.path)
+        if "gpu" in item.keywords or (path.endswith(".ipynb") and _notebook_needs_gpu(path)):
+            item.add_marker(skip)
+
+
+def pytest_sessionfinish(session):
+    if _mirror:
+        _mirror["server"].close()
+        shutil.rmtree(_mirror["folder"], ignore_errors=True)
