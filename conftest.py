@@ -53,3 +53,14 @@ def pytest_sessionfinish(session):
     if _mirror:
         _mirror["server"].close()
         shutil.rmtree(_mirror["folder"], ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter):
+    try:
+        from test_kernels import COMPILED
+        from helpers.kernels import T4_ARCH, nvrtc_version
+    except ImportError:
+        return
+    if COMPILED:
+        terminalreporter.write_line(f"NVRTC {nvrtc_version()} compiled for {T4_ARCH} (T4, sm_75), "
+                                    f"{len(COMPILED)} sources: {', '.join(COMPILED)}")

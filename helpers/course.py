@@ -140,9 +140,11 @@ def execute(path: Path, timeout: int = 1200) -> float:
 
     notebook = nbformat.read(path, as_version=4)
     start = time.perf_counter()
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    nbformat.write(notebook, path)
+    try:
+        NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    finally:
+        nbformat.write(notebook, path)          # also on failure, so the error can be read in place
     return time.perf_counter() - start
 
 
@@ -165,13 +167,20 @@ def main(argv=None) -> int:
         from . import gpu
 
         status = gpu.gpu_status()
+        failed = []
         for path in args.notebooks or lecture_notebooks():
             needs_gpu = json.loads(path.read_text()).get("metadata", {}).get("course", {}).get("needs_gpu")
             if needs_gpu and not status.available:
                 print(f"skipped {path.name}: needs a CUDA GPU; GPU: {status.description}")
                 continue
-            print(f"ran {path.name} in {execute(path):.0f} s", flush=True)
-        return 0
+            try:
+                print(f"ran {path.name} in {execute(path):.0f} s", flush=True)
+            except Exception as error:                      # report and go on with the next lecture
+                failed.append(path.name)
+                print(f"FAILED {path.name}: {str(error).strip()[-2000:]}", flush=True)
+        if failed:
+            print(f"{len(failed)} lecture(s) failed: {', '.join(failed)}")
+        return 1 if failed else 0
     for path in lecture_notebooks():
         if sync_notebook(path):
             print(f"updated {path.relative_to(ROOT)}")

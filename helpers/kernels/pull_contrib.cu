@@ -1,0 +1,11 @@
+// pull_contrib: one thread per vertex adds the precomputed contributions of its in-neighbours.
+extern "C" __global__ void pull_contrib(const int* in_offsets, const int* in_sources, const float* contrib,
+                                        float* pulled, int n) {
+    int v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    float sum = 0.0f;
+    for (int k = in_offsets[v]; k < in_offsets[v + 1]; ++k) {
+        sum += contrib[in_sources[k]];
+    }
+    pulled[v] = sum;
+}

@@ -1,0 +1,16 @@
+// pull_warp: one warp (32 threads) per vertex; lanes stride through the in-links, then a shuffle tree
+// adds the 32 partial sums. Adjacent lanes read adjacent in_sources: the loads coalesce.
+extern "C" __global__ void pull_warp(const int* in_offsets, const int* in_sources, const float* contrib,
+                                     float* pulled, int n) {
+    int v = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x % 32;
+    if (v >= n) return;                   // the same v for the whole warp: all 32 lanes leave together
+    float sum = 0.0f;
+    for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += 32) {
+        sum += contrib[in_sources[k]];
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+        sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    }
+    if (lane == 0) pulled[v] = sum;
+}

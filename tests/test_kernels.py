@@ -1,0 +1,139 @@
+"""Kernels: one source each (inline in its lecture = helpers/kernels/*.cu), every one compiles for a T4
+(compute_75) without a GPU, and on a GPU every variant matches the float64 reference on adversarial graphs."""
+import json
+import re
+
+import numpy as np
+import pytest
+
+from helpers import course, generators, kernels
+from helpers.reference import pagerank, verify_fixed_point
+
+COMPILED = []   # read by conftest's terminal summary, so that the CI log names every kernel compiled
+INLINE = re.compile(r'r(?:\'\'\'|""")\n?(.*?__global__.*?)(?:\'\'\'|""")', re.DOTALL)
+
+
+def inline_kernels():
+    """(notebook, source) for every CUDA source written inline in a lecture."""
+    found = []
+    for notebook in sorted(course.NOTEBOOKS.rglob("*.ipynb")):
+        for cell in json.loads(notebook.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                for code in INLINE.findall("".join(cell["source"])):
+                    found.append((notebook.name, code))
+    return found
+
+
+@pytest.mark.parametrize("name", kernels.names())
+def test_every_kernel_compiles_for_a_t4(name):
+    ptx = kernels.nvrtc_compile(kernels.source(name), arch=kernels.T4_ARCH, name=f"{name}.cu")
+    assert ".target sm_75" in ptx
+    for function in kernels.kernel_names(kernels.source(name)):
+        assert f".entry {function}(" in ptx
+    COMPILED.append(f"{name}.cu")
+
+
+@pytest.mark.parametrize("notebook, code", inline_kernels(), ids=lambda v: v if isinstance(v, str) and
+                         v.endswith(".ipynb") else "")
+def test_every_inline_kernel_is_its_canonical_file_and_compiles(notebook, code):
+    name = re.match(r"//\s*(?:nvrtc-options:.*\n//\s*)?(\w+):", code.strip()).group(1)
+    assert code.strip() == kernels.source(name).strip(), f"{notebook}: {name} differs from helpers/kernels/{name}.cu"
+    kernels.nvrtc_compile(code, name=f"{notebook}:{name}")
+    COMPILED.append(f"{notebook}:{name}")
+
+
+def test_a_kernel_using_newer_intrinsics_is_refused_for_a_t4():
+    code = 'extern "C" __global__ void k(unsigned* x) { x[0] = __reduce_add_sync(0xffffffffu, x[1]); }'
+    with pytest.raises(kernels.CompileError, match="__reduce_add_sync"):
+        kernels.nvrtc_compile(code)
+
+
+def test_every_kernel_a_variant_launches_exists():
+    from helpers.pagerank_gpu import VARIANTS
+    for v in VARIANTS.values():
+        for name in v.kernels:
+            assert name in kernels.names()
+
+
+# --- on a GPU ---------------------------------------------------------------------------------------
+
+def adversarial_graphs():
+    """Fresh seeded graphs with everything that breaks kernels; names say what each one is."""
+    graphs = [generators.single_vertex(), generators.all_dangling(3), generators.self_loop(),
+              generators.in_star(300), generators.random_graph(1_000, seed=12),          # 1,000 % 256 != 0
+              generators.adversarial_graph(20_001, seed=13, hub_in_links=12_000),       # hub > 10,000 in-links
+              generators.rmat_graph(30_000, 200_000, seed=14)]
+    assert graphs[5].in_degree.max() > 10_000 and graphs[4].dangling.any()
+    return graphs
+
+
+@pytest.fixture(scope="module")
+def device_graphs():
+    from helpers.pagerank_gpu import DeviceGraph
+    return [(g, DeviceGraph(g), pagerank(g, tol=1e-10)) for g in adversarial_graphs()]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(__import__("helpers.pagerank_gpu", fromlist=["VARIANTS"]).VARIANTS))
+def test_variant_matches_the_reference(name, device_graphs):
+    from helpers.pagerank_gpu import pagerank_gpu, spmv_error, variant
+    v = variant(name)
+    for graph, dg, reference in device_graphs:
+        if v.max_vertices and graph.num_vertices > v.max_vertices:
+            continue
+        error = spmv_error(dg, name, seed=graph.num_vertices)          # output poisoned with NaN first
+        assert error < 1e-4, f"{name} on {graph.name}: relative error {error:.1e}"
+        result = pagerank_gpu(dg, name, tol=1e-6)
+        assert result.converged, f"{name} on {graph.name}"
+        assert abs(result.ranks.sum() - 1) < 1e-5
+        assert np.abs(result.ranks - reference.ranks).sum() < 2e-5, f"{name} on {graph.name}"
+        check = verify_fixed_point(graph, result.ranks, tol=5e-6, sum_tol=1e-5)
+        assert check.ok, f"{name} on {graph.name}: {check.message}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", [n for n, v in __import__("helpers.pagerank_gpu", fromlist=["VARIANTS"])
+                                  .VARIANTS.items() if v.deterministic])
+def test_deterministic_variants_give_identical_results_twice(name, device_graphs):
+    from helpers.pagerank_gpu import pagerank_gpu
+    graph, dg, _ = device_graphs[5]
+    if name == "scan_naive":
+        graph, dg, _ = device_graphs[4]
+    first, second = pagerank_gpu(dg, name, tol=1e-6), pagerank_gpu(dg, name, tol=1e-6)
+    assert first.iterations == second.iterations
+    assert np.array_equal(first.ranks, second.ranks)
+
+
+@pytest.mark.gpu
+def test_seed_000s_warp_kernel_is_caught(device_graphs):
+    import cupy as cp
+    from helpers.pagerank_gpu import BLOCK
+    graph, dg, _ = device_graphs[5]
+    x = cp.asarray(np.random.default_rng(0).random(graph.num_vertices).astype(np.float32))
+    y = cp.full(graph.num_vertices, cp.nan, dtype=cp.float32)
+    kernels.load("pull_hybrid_seed000")(((graph.num_vertices + BLOCK - 1) // BLOCK,), (BLOCK,),
+                                         (dg.in_offsets, dg.in_sources, x, y, np.int32(graph.num_vertices)))
+    expected = graph.in_matrix @ x.get().astype(np.float64)
+    got = y.get()
+    heavy = graph.in_degree > 32
+    wrong = ~np.isclose(got, expected, rtol=1e-3) | np.isnan(got)
+    assert wrong[heavy].mean() > 0.9 and not wrong[~heavy].any()
+
+
+@pytest.mark.gpu
+def test_a_graph_with_int64_offsets_is_refused_clearly():
+    from helpers.graph import Graph
+    from helpers.pagerank_gpu import DeviceGraph, GraphTooLargeError
+    g = generators.chain(4)
+    wide = Graph(g.num_vertices, g.out_offsets.astype(np.int64), g.out_targets, g.in_offsets.astype(np.int64),
+                 g.in_sources, g.out_degree, name="wide")
+    with pytest.raises(GraphTooLargeError, match="int64 offsets"):
+        DeviceGraph(wide)
+
+
+@pytest.mark.gpu
+def test_scan_naive_refuses_large_graphs(device_graphs):
+    from helpers.pagerank_gpu import Iteration
+    big = [dg for g, dg, _ in device_graphs if g.num_vertices > 20_000][0]
+    with pytest.raises(ValueError, match="O\\(N\\^2\\)"):
+        Iteration(big, "scan_naive")
