@@ -6,6 +6,7 @@ what to do; the timing functions use CUDA events, warm up first and report the m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -23,8 +24,9 @@ class GpuStatus:
     description: str   # the GPU's name, or why there is none
 
 
+@lru_cache(maxsize=None)
 def gpu_status() -> GpuStatus:
-    """Whether CuPy can reach a CUDA GPU, without raising."""
+    """Whether CuPy can reach a CUDA GPU, without raising (asked once per process)."""
     try:
         import cupy
     except ImportError:

@@ -200,7 +200,8 @@ VARIANTS = {v.name: v for v in [
             ("pull_bin_thread", "pull_bin_warp", "pull_bin_block"), lecture="14"),
     Variant("coo_atomic", "contributions", _coo_atomic, ("coo_atomic",), deterministic=False, lecture="14"),
     Variant("coo_segmented_scan", "contributions", _coo_segmented_scan, (), lecture="14"),
-    Variant("cusparse", "contributions", _cusparse, (), lecture="15"),
+    # cuSPARSE's SpMV changed its last bits between two runs on an H100: not deterministic
+    Variant("cusparse", "contributions", _cusparse, (), deterministic=False, lecture="15"),
 ]}
 
 

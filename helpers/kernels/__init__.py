@@ -39,20 +39,16 @@ def kernel_names(code: str) -> list[str]:
     return re.findall(r'extern "C" __global__ void (\w+)\(', code)
 
 
+@lru_cache(maxsize=None)
 def load(name_or_code: str, function: str | None = None):
-    """Compile with CuPy (cached per process) and return the kernel function: by kernel name, or from
-    source code plus the function's name."""
+    """Compile with CuPy and return the kernel function, by kernel name or from source code plus the
+    function's name. Cached: a launch then costs no file read and no module lookup."""
     from ..gpu import require_gpu
 
     cp = require_gpu()
     code = source(name_or_code) if function is None else name_or_code
-    function = function or name_or_code
-    return _module(cp, code).get_function(function)
-
-
-@lru_cache(maxsize=None)
-def _module(cp, code: str):
-    return cp.RawModule(code=code, options=("-std=c++17",) + options(code))
+    module = cp.RawModule(code=code, options=("-std=c++17",) + options(code))
+    return module.get_function(function or name_or_code)
 
 
 # --- NVRTC without a GPU ---------------------------------------------------------------------------
