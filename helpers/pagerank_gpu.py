@@ -187,7 +187,7 @@ class Variant:
 
 VARIANTS = {v.name: v for v in [
     Variant("pull_thread", "ranks", _pull_thread, ("pull_thread",), lecture="10"),
-    Variant("scan_naive", "ranks", _scan_naive, ("scan_naive",), max_vertices=20_000, lecture="11"),
+    Variant("scan_naive", "ranks", _scan_naive, ("scan_naive",), max_vertices=50_000, lecture="11"),
     Variant("push_atomic", "contributions", _push_atomic, ("push_atomic",), deterministic=False, lecture="11"),
     Variant("pull_contrib", "contributions", _pull_contrib, ("pull_contrib",), lecture="12"),
     Variant("pull_interleaved", "ranks", _pull_interleaved, ("pull_interleaved",), lecture="12"),
@@ -219,8 +219,8 @@ def variant(name_or_variant) -> Variant:
 @lru_cache(maxsize=None)
 def _elementwise():
     cp = require_gpu()
-    update = cp.ElementwiseKernel("float32 pulled, float32 d, float32 base", "float32 out",
-                                  "out = d * pulled + base", "pagerank_update")
+    update = cp.ElementwiseKernel("float32 pulled, float32 dangling_mass, float32 d, int32 n", "float32 out",
+                                  "out = d * pulled + (d * dangling_mass + (1.0f - d)) / n", "pagerank_update")
     l1 = cp.ReductionKernel("float32 a, float32 b", "float32 r", "fabsf(a - b)", "a + b", "r = a", "0",
                             "pagerank_l1_change")
     dot = cp.ReductionKernel("float32 a, float32 b", "float32 r", "a * b", "a + b", "r = a", "0",
@@ -253,9 +253,8 @@ class Iteration:
             kernels.load("contributions")(_blocks(n), (BLOCK,), (self.rank, dg.out_degree, self.contrib, _i32(n)))
             x = self.contrib
         self.variant.spmv(dg, x, self.pulled)
-        dangling_mass = masked_sum(self.rank, dg.dangling)
-        base = (self.d * dangling_mass + (1 - self.d)) / n
-        update(self.pulled, self.d, base.astype("float32"), self.new)
+        dangling_mass = masked_sum(self.rank, dg.dangling)          # stays on the GPU: a 0-d array
+        update(self.pulled, dangling_mass, self.d, np.int32(n), self.new)
         change = l1(self.new, self.rank)
         self.rank, self.new = self.new, self.rank
         return change

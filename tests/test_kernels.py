@@ -62,7 +62,7 @@ def adversarial_graphs():
     graphs = [generators.single_vertex(), generators.all_dangling(3), generators.self_loop(),
               generators.in_star(300), generators.random_graph(1_000, seed=12),          # 1,000 % 256 != 0
               generators.adversarial_graph(20_001, seed=13, hub_in_links=12_000),       # hub > 10,000 in-links
-              generators.rmat_graph(30_000, 200_000, seed=14)]
+              generators.rmat_graph(60_000, 400_000, seed=14)]
     assert graphs[5].in_degree.max() > 10_000 and graphs[4].dangling.any()
     return graphs
 
@@ -146,6 +146,6 @@ def test_a_graph_with_int64_offsets_is_refused_clearly():
 @pytest.mark.gpu
 def test_scan_naive_refuses_large_graphs(device_graphs):
     from helpers.pagerank_gpu import Iteration
-    big = [dg for g, dg, _ in device_graphs if g.num_vertices > 20_000][0]
+    big = [dg for g, dg, _ in device_graphs if g.num_vertices > 50_000][0]
     with pytest.raises(ValueError, match="O\\(N\\^2\\)"):
         Iteration(big, "scan_naive")
