@@ -221,11 +221,9 @@ def _elementwise():
     cp = require_gpu()
     update = cp.ElementwiseKernel("float32 pulled, float32 dangling_mass, float32 d, int32 n", "float32 out",
                                   "out = d * pulled + (d * dangling_mass + (1.0f - d)) / n", "pagerank_update")
-    l1 = cp.ReductionKernel("float32 a, float32 b", "float32 r", "fabsf(a - b)", "a + b", "r = a", "0",
-                            "pagerank_l1_change")
-    dot = cp.ReductionKernel("float32 a, float32 b", "float32 r", "a * b", "a + b", "r = a", "0",
-                             "pagerank_masked_sum")
-    return update, l1, dot
+    masked = cp.ElementwiseKernel("float32 a, float32 mask", "float32 out", "out = a * mask", "pagerank_masked")
+    absdiff = cp.ElementwiseKernel("float32 a, float32 b", "float32 out", "out = fabsf(a - b)", "pagerank_absdiff")
+    return update, masked, absdiff
 
 
 class Iteration:
@@ -243,19 +241,22 @@ class Iteration:
         self.new = cp.empty_like(self.rank)
         self.contrib = cp.empty_like(self.rank)
         self.pulled = cp.empty_like(self.rank)
+        self.scratch = cp.empty_like(self.rank)
         self.d = cp.float32(self.damping)
 
     def run(self):
-        update, l1, masked_sum = _elementwise()
+        # Full-array sums go through cupy.sum, which uses CUB; a custom ReductionKernel reducing a whole
+        # array to one value was measured at several times the cost of the SpMV itself.
+        update, masked, absdiff = _elementwise()
         dg, n = self.dg, self.dg.num_vertices
         x = self.rank
         if self.variant.reads == "contributions":
             kernels.load("contributions")(_blocks(n), (BLOCK,), (self.rank, dg.out_degree, self.contrib, _i32(n)))
             x = self.contrib
         self.variant.spmv(dg, x, self.pulled)
-        dangling_mass = masked_sum(self.rank, dg.dangling)          # stays on the GPU: a 0-d array
+        dangling_mass = masked(self.rank, dg.dangling, self.scratch).sum()   # stays on the GPU: a 0-d array
         update(self.pulled, dangling_mass, self.d, np.int32(n), self.new)
-        change = l1(self.new, self.rank)
+        change = absdiff(self.new, self.rank, self.scratch).sum()
         self.rank, self.new = self.new, self.rank
         return change
 
