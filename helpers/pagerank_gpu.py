@@ -261,6 +261,75 @@ class Iteration:
         return change
 
 
+class FusedIteration:
+    """The whole iteration in two launches: fused_step (sum, update, next contributions, per-block dangling
+    mass and L1 change) and fused_finalize (one block adds the partials). Nothing is computed on the host,
+    so a run of iterations can be captured as a CUDA graph. Same interface as Iteration."""
+
+    name = "fused"
+
+    def __init__(self, dg: DeviceGraph, damping: float = DAMPING, threshold: int = 32, history: int = 4096):
+        cp = require_gpu()
+        self.dg, self.damping, self.threshold = dg, check_damping(damping), threshold
+        self.variant = Variant("fused", "contributions", None, ("fused_step", "fused_finalize"))
+        n = dg.num_vertices
+        self.blocks = max(1, (n + BLOCK - 1) // BLOCK)
+        self.ranks = [cp.full(n, 1.0 / n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)]
+        self.contribs = [cp.empty(n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)]
+        kernels.load("contributions")(_blocks(n), (BLOCK,), (self.ranks[0], dg.out_degree, self.contribs[0], _i32(n)))
+        self.partials = cp.empty(2 * self.blocks, dtype=cp.float32)
+        self.scalars = cp.asarray([float(dg.graph.dangling.sum()) / n], dtype=cp.float32)
+        self.changes = cp.full(history, cp.nan, dtype=cp.float32)
+        self.count = 0
+
+    @property
+    def rank(self):
+        return self.ranks[self.count % 2]
+
+    def launch_step(self):
+        """fused_step alone: the 'kernel' of this variant."""
+        dg, i = self.dg, self.count % 2
+        kernels.load("fused_step")((self.blocks,), (BLOCK,), (
+            dg.in_offsets, dg.in_sources, dg.out_degree, self.contribs[i], self.ranks[i], self.scalars,
+            self.ranks[1 - i], self.contribs[1 - i], self.partials, _i32(dg.num_vertices),
+            np.float32(self.damping), _i32(self.threshold)))
+
+    def run(self):
+        slot = self.count % self.changes.size
+        self.launch_step()
+        kernels.load("fused_finalize")((1,), (1024,), (self.partials, _i32(self.blocks), self.scalars,
+                                                       self.changes, _i32(slot)))
+        self.count += 1
+        return self.changes[slot]
+
+
+def make_iteration(dg: DeviceGraph, name, damping: float = DAMPING):
+    """The per-iteration object for a variant name: 'fused', or any name in VARIANTS."""
+    return FusedIteration(dg, damping) if name == "fused" else Iteration(dg, name, damping)
+
+
+def capture(step: FusedIteration, iterations: int, stream):
+    """Record ``iterations`` fused iterations (an even number keeps the buffers in place) as a CUDA graph."""
+    if iterations % 2:
+        raise ValueError("capture an even number of iterations, so that each replay ends where it began")
+    kernels.load("fused_step"), kernels.load("fused_finalize")      # compiled before capturing
+    with stream:
+        stream.begin_capture()
+        for _ in range(iterations):
+            step.run()
+        return stream.end_capture()
+
+
+def graph_iteration_ms(dg: DeviceGraph, iterations: int = 20, repeat: int = 10) -> float:
+    """Milliseconds per fused iteration when ``iterations`` of them are replayed as one captured CUDA graph."""
+    cp = require_gpu()
+    stream = cp.cuda.Stream(non_blocking=True)
+    graph = capture(FusedIteration(dg), iterations, stream)
+    with stream:
+        timing = time_gpu(lambda: graph.launch(stream), repeat=repeat)
+    return timing.median_ms / iterations
+
+
 @dataclass(frozen=True)
 class GpuPageRankResult:
     ranks: np.ndarray        # float32 ranks, copied back
@@ -275,7 +344,7 @@ def pagerank_gpu(graph, name="pull_contrib", damping: float = DAMPING, tol: floa
     """PageRank on the GPU with the given variant's kernel; same semantics and stop test as the reference."""
     tol = check_tol(tol)
     dg = graph if isinstance(graph, DeviceGraph) else DeviceGraph(graph)
-    step = Iteration(dg, name, damping)
+    step = make_iteration(dg, name, damping)
     residuals = []
     for _ in range(max_iter):
         residuals.append(float(step.run()))     # one synchronisation per iteration (lecture 20 removes it)
@@ -283,6 +352,14 @@ def pagerank_gpu(graph, name="pull_contrib", damping: float = DAMPING, tol: floa
             break
     return GpuPageRankResult(step.rank.get(), len(residuals), np.array(residuals), residuals[-1] < tol,
                              step.variant.name)
+
+
+def kernel_launch(step):
+    """The variant's own kernel(s) alone, for timing: the sum over in-links (fused: the fused step)."""
+    if isinstance(step, FusedIteration):
+        return step.launch_step
+    x = step.contrib if step.variant.reads == "contributions" else step.rank
+    return lambda: step.variant.spmv(step.dg, x, step.pulled)
 
 
 def spmv_error(dg: DeviceGraph, name, seed: int = 0) -> float:
@@ -329,9 +406,8 @@ def compare(graph: Graph, names, *, tol: float = 1e-6, copy_gbs: float | None = 
     copy_gbs = copy_gbs or measure_copy_bandwidth()
     rows = []
     for name in names:
-        step = Iteration(dg, name)
-        x = step.contrib if step.variant.reads == "contributions" else step.rank
-        spmv = time_gpu(lambda: step.variant.spmv(dg, x, step.pulled), repeat=repeat)
+        step = make_iteration(dg, name)
+        spmv = time_gpu(kernel_launch(step), repeat=repeat)
         iteration = time_gpu(step.run, repeat=repeat)
         result = pagerank_gpu(dg, name, tol=tol)
         gbs = bytes_per_iteration(dg.graph) / (iteration.median_ms * 1e-3) / 1e9

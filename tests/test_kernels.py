@@ -149,3 +149,56 @@ def test_scan_naive_refuses_large_graphs(device_graphs):
     big = [dg for g, dg, _ in device_graphs if g.num_vertices > 50_000][0]
     with pytest.raises(ValueError, match="O\\(N\\^2\\)"):
         Iteration(big, "scan_naive")
+
+
+@pytest.mark.gpu
+def test_the_fused_iteration_matches_the_reference(device_graphs):
+    from helpers.pagerank_gpu import pagerank_gpu
+    for graph, dg, reference in device_graphs:
+        result = pagerank_gpu(dg, "fused", tol=1e-6, max_iter=300)
+        distance = np.abs(result.ranks - reference.ranks).sum()
+        assert np.isfinite(result.ranks).all() and abs(result.ranks.sum() - 1) < 1e-5, graph.name
+        if graph.in_degree.max() <= LONG_LIST:
+            assert result.converged and distance < 2e-5, f"{graph.name}: {distance:.1e}"
+            assert verify_fixed_point(graph, result.ranks, tol=5e-6, sum_tol=1e-5).ok, graph.name
+        else:
+            assert result.residuals[-1] < 1e-4 and distance < 1e-4, f"{graph.name}: {distance:.1e}"
+        unfused = pagerank_gpu(dg, "pull_hybrid", tol=1e-6, max_iter=300)
+        assert abs(result.iterations - unfused.iterations) <= 1, graph.name   # same iteration, same count
+
+
+@pytest.mark.gpu
+def test_the_fused_iteration_writes_every_rank_and_is_deterministic(device_graphs):
+    import cupy as cp
+    from helpers.pagerank_gpu import FusedIteration
+    graph, dg, _ = device_graphs[5]
+    runs = []
+    for _ in range(2):
+        step = FusedIteration(dg)
+        step.ranks[1].fill(cp.nan)                 # poisoned: the first step must overwrite every element
+        step.contribs[1].fill(cp.nan)
+        step.run()
+        assert bool(cp.isfinite(step.rank).all()) and bool(cp.isfinite(step.contribs[1]).all())
+        for _ in range(9):
+            step.run()
+        runs.append(step.rank.get())
+    assert np.array_equal(runs[0], runs[1])
+
+
+@pytest.mark.gpu
+def test_a_captured_graph_replays_the_same_iterations(device_graphs):
+    import cupy as cp
+    from helpers.pagerank_gpu import FusedIteration, capture
+    graph, dg, _ = device_graphs[6]
+    plain = FusedIteration(dg)
+    for _ in range(20):
+        plain.run()
+    replayed = FusedIteration(dg)
+    stream = cp.cuda.Stream(non_blocking=True)
+    cuda_graph = capture(replayed, 10, stream)
+    cuda_graph.launch(stream)
+    cuda_graph.launch(stream)
+    stream.synchronize()
+    assert np.array_equal(plain.rank.get(), replayed.rank.get())
+    # the graph baked history slots 0..9 in: after two replays they hold iterations 11..20
+    assert np.array_equal(plain.changes[10:20].get(), replayed.changes[:10].get())
