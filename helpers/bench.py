@@ -127,9 +127,7 @@ def gpu_part(graph, reference, cpu, result, args) -> int:
         return cp.abs(new - rank).sum()
 
     cupyx_ms = gpu.time_gpu(cupyx_iteration, repeat=args.repeat).median_ms
-    names = args.variants or [*pg.VARIANTS, "fused"]
-    names = [v for v in names if v not in pg.VARIANTS or not pg.VARIANTS[v].max_vertices
-             or n <= pg.VARIANTS[v].max_vertices]
+    names = args.variants or pg.variants_for(n)
     rows = []
     for name in tqdm(names, desc="variants", file=sys.stderr):
         rows += pg.compare(dg, [name], tol=TOL, copy_gbs=copy_gbs, repeat=args.repeat, reference=reference)

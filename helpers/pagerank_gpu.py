@@ -205,6 +205,11 @@ VARIANTS = {v.name: v for v in [
 ]}
 
 
+def variants_for(num_vertices: int) -> list[str]:
+    """Every variant that may run on a graph of this size (the O(N^2) scan only on small ones), then 'fused'."""
+    return [name for name, v in VARIANTS.items() if not v.max_vertices or num_vertices <= v.max_vertices] + ["fused"]
+
+
 def variant(name_or_variant) -> Variant:
     if isinstance(name_or_variant, Variant):
         return name_or_variant
