@@ -118,6 +118,16 @@ def _pull_contrib(dg, x, y):
                                  (dg.in_offsets, dg.in_sources, x, y, _i32(dg.num_vertices)))
 
 
+def _pull_contrib_kahan(dg, x, y):
+    kernels.load("pull_contrib_kahan")(_blocks(dg.num_vertices), (BLOCK,),
+                                       (dg.in_offsets, dg.in_sources, x, y, _i32(dg.num_vertices)))
+
+
+def _pull_contrib_f64(dg, x, y):
+    kernels.load("pull_contrib_f64")(_blocks(dg.num_vertices), (BLOCK,),
+                                     (dg.in_offsets, dg.in_sources, x, y, _i32(dg.num_vertices)))
+
+
 def _pull_interleaved(dg, x, y):
     kernels.load("pull_interleaved")(_blocks(dg.num_vertices), (BLOCK,),
                                      (dg.in_offsets, dg.in_edges, x, y, _i32(dg.num_vertices)))
@@ -191,6 +201,8 @@ VARIANTS = {v.name: v for v in [
     Variant("push_atomic", "contributions", _push_atomic, ("push_atomic",), deterministic=False, lecture="11"),
     Variant("pull_contrib", "contributions", _pull_contrib, ("pull_contrib",), lecture="12"),
     Variant("pull_interleaved", "ranks", _pull_interleaved, ("pull_interleaved",), lecture="12"),
+    Variant("pull_contrib_kahan", "contributions", _pull_contrib_kahan, ("pull_contrib_kahan",), lecture="20"),
+    Variant("pull_contrib_f64", "contributions", _pull_contrib_f64, ("pull_contrib_f64",), lecture="20"),
     Variant("pull_warp", "contributions", _pull_warp, ("pull_warp",), lecture="13"),
     *[Variant(f"pull_subwarp_{w}", "contributions", _pull_subwarp(w), ("pull_subwarp",), lecture="13")
       for w in (4, 8, 16)],

@@ -1,0 +1,10 @@
+// pull_contrib_f64: pull_contrib accumulating in double; the ranks stay float32 in memory, so the bytes
+// moved are the same, only the additions are wider.
+extern "C" __global__ void pull_contrib_f64(const int* in_offsets, const int* in_sources, const float* contrib,
+                                            float* pulled, int n) {
+    int v = blockIdx.x * blockDim.x + threadIdx.x;
+    if (v >= n) return;
+    double sum = 0.0;
+    for (int k = in_offsets[v]; k < in_offsets[v + 1]; ++k) sum += contrib[in_sources[k]];
+    pulled[v] = (float)sum;
+}
