@@ -15,7 +15,7 @@ import numpy as np
 from . import kernels
 from .gpu import NoGPUError, require_gpu, time_gpu
 from .graph import Graph
-from .reference import DAMPING, check_damping, check_tol, l1_distance, max_abs_diff, pagerank
+from .reference import DAMPING, check_damping, check_tol, l1_distance, max_abs_diff, pagerank, teleport_vector
 
 BLOCK = 256
 BYTES_MODEL = "4E + 20N bytes per iteration"   # the effective-bandwidth model every table states
@@ -240,16 +240,22 @@ def _elementwise():
                                   "out = d * pulled + (d * dangling_mass + (1.0f - d)) / n", "pagerank_update")
     masked = cp.ElementwiseKernel("float32 a, float32 mask", "float32 out", "out = a * mask", "pagerank_masked")
     absdiff = cp.ElementwiseKernel("float32 a, float32 b", "float32 out", "out = fabsf(a - b)", "pagerank_absdiff")
-    return update, masked, absdiff
+    personal = cp.ElementwiseKernel("float32 pulled, float32 dangling_mass, float32 d, float32 teleport", "float32 out",
+                                    "out = d * pulled + (d * dangling_mass + (1.0f - d)) * teleport",
+                                    "pagerank_update_personalised")
+    return update, masked, absdiff, personal
 
 
 class Iteration:
     """Buffers and launches of one PageRank iteration for a variant; ``run()`` returns the L1 change
     as a 0-d device array (no host synchronisation), leaving the new ranks in ``rank``."""
 
-    def __init__(self, dg: DeviceGraph, name, damping: float = DAMPING):
+    def __init__(self, dg: DeviceGraph, name, damping: float = DAMPING, personalization=None):
         cp = require_gpu()
         self.dg, self.variant, self.damping = dg, variant(name), check_damping(damping)
+        # teleport and dangling rank go to the personalisation vector (normalised, checked) if one is given
+        self.teleport = None if personalization is None else cp.asarray(
+            teleport_vector(dg.num_vertices, personalization), dtype=cp.float32)
         if self.variant.max_vertices and dg.num_vertices > self.variant.max_vertices:
             raise ValueError(f"{self.variant.name} is O(N^2): use it on graphs of at most "
                              f"{self.variant.max_vertices:,} vertices, not {dg.num_vertices:,}")
@@ -264,7 +270,7 @@ class Iteration:
     def run(self):
         # Full-array sums go through cupy.sum, which uses CUB; a custom ReductionKernel reducing a whole
         # array to one value was measured at several times the cost of the SpMV itself.
-        update, masked, absdiff = _elementwise()
+        update, masked, absdiff, personal = _elementwise()
         dg, n = self.dg, self.dg.num_vertices
         x = self.rank
         if self.variant.reads == "contributions":
@@ -272,7 +278,10 @@ class Iteration:
             x = self.contrib
         self.variant.spmv(dg, x, self.pulled)
         dangling_mass = masked(self.rank, dg.dangling, self.scratch).sum()   # stays on the GPU: a 0-d array
-        update(self.pulled, dangling_mass, self.d, np.int32(n), self.new)
+        if self.teleport is None:
+            update(self.pulled, dangling_mass, self.d, np.int32(n), self.new)
+        else:
+            personal(self.pulled, dangling_mass, self.d, self.teleport, self.new)
         change = absdiff(self.new, self.rank, self.scratch).sum()
         self.rank, self.new = self.new, self.rank
         return change
@@ -320,9 +329,13 @@ class FusedIteration:
         return self.changes[slot]
 
 
-def make_iteration(dg: DeviceGraph, name, damping: float = DAMPING):
-    """The per-iteration object for a variant name: 'fused', or any name in VARIANTS."""
-    return FusedIteration(dg, damping) if name == "fused" else Iteration(dg, name, damping)
+def make_iteration(dg: DeviceGraph, name, damping: float = DAMPING, personalization=None):
+    """The per-iteration object for a variant name: 'fused' (uniform teleport only), or any name in VARIANTS."""
+    if name == "fused":
+        if personalization is not None:
+            raise ValueError("the fused kernel teleports uniformly; use another variant for personalised PageRank")
+        return FusedIteration(dg, damping)
+    return Iteration(dg, name, damping, personalization)
 
 
 def capture(step: FusedIteration, iterations: int, stream):
@@ -357,11 +370,11 @@ class GpuPageRankResult:
 
 
 def pagerank_gpu(graph, name="pull_contrib", damping: float = DAMPING, tol: float = 1e-6,
-                 max_iter: int = 1000) -> GpuPageRankResult:
+                 max_iter: int = 1000, personalization=None) -> GpuPageRankResult:
     """PageRank on the GPU with the given variant's kernel; same semantics and stop test as the reference."""
     tol = check_tol(tol)
     dg = graph if isinstance(graph, DeviceGraph) else DeviceGraph(graph)
-    step = make_iteration(dg, name, damping)
+    step = make_iteration(dg, name, damping, personalization)
     residuals = []
     for _ in range(max_iter):
         residuals.append(float(step.run()))     # one synchronisation per iteration (lecture 20 removes it)

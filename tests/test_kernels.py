@@ -202,3 +202,35 @@ def test_a_captured_graph_replays_the_same_iterations(device_graphs):
     assert np.array_equal(plain.rank.get(), replayed.rank.get())
     # the graph baked history slots 0..9 in: after two replays they hold iterations 11..20
     assert np.array_equal(plain.changes[10:20].get(), replayed.changes[:10].get())
+
+
+@pytest.mark.gpu
+def test_personalised_pagerank_on_the_gpu_matches_the_reference(device_graphs):
+    from helpers.pagerank_gpu import pagerank_gpu
+    graph, dg, _ = device_graphs[6]
+    weights = np.zeros(graph.num_vertices)
+    weights[np.random.default_rng(8).choice(graph.num_vertices, 50, replace=False)] = 1.0
+    expected = pagerank(graph, tol=1e-10, personalization=weights)
+    for name in ("pull_hybrid", "cusparse"):
+        result = pagerank_gpu(dg, name, tol=1e-7, personalization=weights)
+        assert result.converged and np.abs(result.ranks - expected.ranks).sum() < 2e-6, name
+    with pytest.raises(ValueError, match="teleports uniformly"):
+        pagerank_gpu(dg, "fused", personalization=weights)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", [1, 5, 16])
+def test_top_k_three_ways_with_ties(k):
+    import cupy as cp
+    from helpers import topk
+    from helpers.reference import top_k
+    rng = np.random.default_rng(k)
+    for n in (k, 1_000, 300_001):
+        values = rng.integers(0, 50, n).astype(np.float32) / 50     # many ties on purpose
+        expected = top_k(values, k)
+        device = cp.asarray(values)
+        for method in (topk.by_sort, topk.by_partition, topk.by_merge):
+            got = method(device, k)
+            assert np.array_equal(got, expected), f"{method.__name__}, n={n}: {got} != {expected}"
+    with pytest.raises(ValueError, match="k must lie between"):
+        topk.by_sort(cp.zeros(3, dtype=cp.float32), 4)
