@@ -98,8 +98,10 @@ def _fetch(url: str, folder: Path, filename: str, *, retries: int, timeout: floa
         bar = tqdm(total=1, unit="B", unit_scale=True, desc=filename, ncols=80) if progress else False
         downloader = pooch.HTTPDownloader(progressbar=bar, timeout=timeout)
         try:
-            return Path(pooch.retrieve(url, known_hash=None, fname=filename, path=folder,
-                                       downloader=downloader, progressbar=progress))
+            fetched = Path(pooch.retrieve(url, known_hash=None, fname=filename, path=folder,
+                                          downloader=downloader, progressbar=progress))
+            bar = False                         # pooch filled and closed it: it stays on screen
+            return fetched
         except requests.HTTPError as error:
             status = error.response.status_code if error.response is not None else None
             last = DownloadError(f"{url}: the server answered HTTP {status}")
@@ -110,6 +112,10 @@ def _fetch(url: str, folder: Path, filename: str, *, retries: int, timeout: floa
             break
         except (requests.ConnectionError, requests.Timeout) as error:
             last = DownloadError(f"{url}: could not connect ({type(error).__name__}: {error})")
+        finally:
+            if bar is not False:                # a failed attempt's bar: erase it now, or its late
+                bar.leave = False               # close() prints into whatever runs next
+                bar.close()
         if attempt < retries:
             time.sleep(min(2.0 ** attempt, 10.0) * 0.5)
     raise last

@@ -132,3 +132,14 @@ def test_undirected_datasets_double_their_pairs(server, tmp_path):
     undirected = datasets.Dataset("u", "u.txt.gz", False, 4, 3)
     graph = datasets.load(undirected, retries=1, progress=False)
     assert graph.num_edges == 6 and graph.out_degree.tolist() == [1, 2, 2, 1]
+
+
+def test_a_failed_download_leaves_no_progress_bar_behind(server, monkeypatch, capfd):
+    import gc
+    server.close()
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, server.url)
+    with pytest.raises(datasets.DownloadError):
+        datasets.load(datasets.Dataset("gone", "gone.txt.gz", True, 10, 10), retries=2)
+    capfd.readouterr()
+    gc.collect()                      # a bar left open would print when collected, into whatever runs next
+    assert capfd.readouterr().err == ""
