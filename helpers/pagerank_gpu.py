@@ -77,6 +77,12 @@ class DeviceGraph:
         return self.bins()
 
     @cached_property
+    def half_contrib(self):
+        """A 16-bit buffer for contributions stored in float16 or bfloat16 (lecture 40)."""
+        cp = require_gpu()
+        return cp.empty(self.num_vertices, dtype=cp.uint16)
+
+    @cached_property
     def in_matrix(self):
         """cuSPARSE's view: the in-link matrix as cupyx.scipy.sparse CSR (float32 ones)."""
         cp = require_gpu()
@@ -215,6 +221,26 @@ VARIANTS = {v.name: v for v in [
     # cuSPARSE's SpMV changed its last bits between two runs on an H100: not deterministic
     Variant("cusparse", "contributions", _cusparse, (), deterministic=False, lecture="15"),
 ]}
+
+
+HALF_FORMATS = {"float16": 0, "bfloat16": 1}
+
+
+def half_variant(storage: str, scale_by_n: bool = True) -> Variant:
+    """Contributions stored in 16 bits, added in float32 (lecture 40). float16 is scaled by N first:
+    PageRank contributions, near 1/N, lie below float16's normal range; bfloat16 has float32's range."""
+    fmt = HALF_FORMATS[storage]
+    scaled = fmt == 0 and scale_by_n
+
+    def spmv(dg, x, y):
+        n = dg.num_vertices
+        scale = float(n) if scaled else 1.0
+        kernels.load("to_half")(_blocks(n), (BLOCK,), (x, dg.half_contrib, _i32(n), np.float32(scale), _i32(fmt)))
+        kernels.load("pull_half")(_blocks(n), (BLOCK,), (dg.in_offsets, dg.in_sources, dg.half_contrib, y, _i32(n),
+                                                         np.float32(1.0 / scale), _i32(fmt)))
+
+    name = f"pull_{storage}" + ("_scaled" if scaled else "")
+    return Variant(name, "contributions", spmv, ("to_half", "pull_half"), lecture="40")
 
 
 def variants_for(num_vertices: int) -> list[str]:

@@ -234,3 +234,27 @@ def test_top_k_three_ways_with_ties(k):
             assert np.array_equal(got, expected), f"{method.__name__}, n={n}: {got} != {expected}"
     with pytest.raises(ValueError, match="k must lie between"):
         topk.by_sort(cp.zeros(3, dtype=cp.float32), 4)
+
+
+@pytest.mark.gpu
+def test_16_bit_contributions_are_as_accurate_as_their_format(device_graphs):
+    import cupy as cp
+    from helpers.pagerank_gpu import half_variant
+    graph, dg, reference = device_graphs[6]
+    contrib = np.divide(reference.ranks, graph.out_degree, out=np.zeros(graph.num_vertices),
+                        where=graph.out_degree > 0).astype(np.float32)       # real, tiny contributions
+    expected = graph.in_matrix @ contrib.astype(np.float64)
+    has_links = expected > 0
+
+    def error(variant):
+        y = cp.full(graph.num_vertices, cp.nan, dtype=cp.float32)
+        variant.spmv(dg, cp.asarray(contrib), y)
+        got = y.get().astype(np.float64)
+        assert np.isfinite(got).all(), variant.name
+        return np.max(np.abs(got - expected)[has_links] / expected[has_links])
+
+    scaled, bf16, raw = (error(half_variant("float16")), error(half_variant("bfloat16")),
+                         error(half_variant("float16", scale_by_n=False)))
+    assert scaled < 2e-3, scaled          # float16: 11-bit significand
+    assert bf16 < 1e-2, bf16              # bfloat16: 8-bit significand
+    assert raw > 10 * scaled, (raw, scaled)   # unscaled float16 loses the tiny contributions
