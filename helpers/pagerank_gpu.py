@@ -119,29 +119,17 @@ def _push_atomic(dg, x, y):
                                 (dg.out_offsets, dg.out_targets, x, y, _i32(dg.num_vertices)))
 
 
-def _pull_contrib(dg, x, y):
-    kernels.load("pull_contrib")(_blocks(dg.num_vertices), (BLOCK,),
-                                 (dg.in_offsets, dg.in_sources, x, y, _i32(dg.num_vertices)))
-
-
-def _pull_contrib_kahan(dg, x, y):
-    kernels.load("pull_contrib_kahan")(_blocks(dg.num_vertices), (BLOCK,),
-                                       (dg.in_offsets, dg.in_sources, x, y, _i32(dg.num_vertices)))
-
-
-def _pull_contrib_f64(dg, x, y):
-    kernels.load("pull_contrib_f64")(_blocks(dg.num_vertices), (BLOCK,),
-                                     (dg.in_offsets, dg.in_sources, x, y, _i32(dg.num_vertices)))
+def _pull(name: str, threads_per_vertex: int = 1, shared_mem: int = 0):
+    """Launcher for the kernels that take (in_offsets, in_sources, x, pulled, n)."""
+    def launch(dg, x, y):
+        kernels.load(name)(_blocks(threads_per_vertex * dg.num_vertices), (BLOCK,),
+                           (dg.in_offsets, dg.in_sources, x, y, _i32(dg.num_vertices)), shared_mem=shared_mem)
+    return launch
 
 
 def _pull_interleaved(dg, x, y):
     kernels.load("pull_interleaved")(_blocks(dg.num_vertices), (BLOCK,),
                                      (dg.in_offsets, dg.in_edges, x, y, _i32(dg.num_vertices)))
-
-
-def _pull_warp(dg, x, y):
-    kernels.load("pull_warp")(_blocks(32 * dg.num_vertices), (BLOCK,),
-                              (dg.in_offsets, dg.in_sources, x, y, _i32(dg.num_vertices)))
 
 
 def _pull_subwarp(width: int):
@@ -154,12 +142,6 @@ def _pull_subwarp(width: int):
 def _pull_hybrid(dg, x, y, threshold: int = 32):
     kernels.load("pull_hybrid")(_blocks(dg.num_vertices), (BLOCK,),
                                 (dg.in_offsets, dg.in_sources, x, y, _i32(dg.num_vertices), _i32(threshold)))
-
-
-def _pull_shared_tile(dg, x, y):
-    kernels.load("pull_shared_tile")(_blocks(dg.num_vertices), (BLOCK,),
-                                     (dg.in_offsets, dg.in_sources, x, y, _i32(dg.num_vertices)),
-                                     shared_mem=BLOCK * 4)
 
 
 def _pull_binned(dg, x, y):
@@ -205,15 +187,15 @@ VARIANTS = {v.name: v for v in [
     Variant("pull_thread", "ranks", _pull_thread, ("pull_thread",), lecture="10"),
     Variant("scan_naive", "ranks", _scan_naive, ("scan_naive",), max_vertices=50_000, lecture="11"),
     Variant("push_atomic", "contributions", _push_atomic, ("push_atomic",), deterministic=False, lecture="11"),
-    Variant("pull_contrib", "contributions", _pull_contrib, ("pull_contrib",), lecture="12"),
+    Variant("pull_contrib", "contributions", _pull("pull_contrib"), ("pull_contrib",), lecture="12"),
     Variant("pull_interleaved", "ranks", _pull_interleaved, ("pull_interleaved",), lecture="12"),
-    Variant("pull_contrib_kahan", "contributions", _pull_contrib_kahan, ("pull_contrib_kahan",), lecture="20"),
-    Variant("pull_contrib_f64", "contributions", _pull_contrib_f64, ("pull_contrib_f64",), lecture="20"),
-    Variant("pull_warp", "contributions", _pull_warp, ("pull_warp",), lecture="13"),
+    Variant("pull_contrib_kahan", "contributions", _pull("pull_contrib_kahan"), ("pull_contrib_kahan",), lecture="20"),
+    Variant("pull_contrib_f64", "contributions", _pull("pull_contrib_f64"), ("pull_contrib_f64",), lecture="20"),
+    Variant("pull_warp", "contributions", _pull("pull_warp", threads_per_vertex=32), ("pull_warp",), lecture="13"),
     *[Variant(f"pull_subwarp_{w}", "contributions", _pull_subwarp(w), ("pull_subwarp",), lecture="13")
       for w in (4, 8, 16)],
     Variant("pull_hybrid", "contributions", _pull_hybrid, ("pull_hybrid",), lecture="13"),
-    Variant("pull_shared_tile", "contributions", _pull_shared_tile, ("pull_shared_tile",), lecture="13"),
+    Variant("pull_shared_tile", "contributions", _pull("pull_shared_tile", shared_mem=BLOCK * 4), ("pull_shared_tile",), lecture="13"),
     Variant("pull_binned", "contributions", _pull_binned,
             ("pull_bin_thread", "pull_bin_warp", "pull_bin_block"), lecture="14"),
     Variant("coo_atomic", "contributions", _coo_atomic, ("coo_atomic",), deterministic=False, lecture="14"),
