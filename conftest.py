@@ -1,6 +1,5 @@
 """Test-wide switches: GPU tests and GPU notebooks are skipped, with the reason, where there is no GPU;
 lecture 30 downloads from a loopback server that serves a generated web-Google-sized SNAP file."""
-import json
 import os
 import shutil
 import tempfile
@@ -9,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import gpu
+from helpers import course, gpu
 
 _mirror = {}
 
@@ -32,8 +31,7 @@ def _start_web_google_mirror():
 
 @lru_cache(maxsize=None)
 def _notebook_needs_gpu(path: str) -> bool:
-    metadata = json.loads(Path(path).read_text()).get("metadata", {})
-    return bool(metadata.get("course", {}).get("needs_gpu", False))
+    return course.needs_gpu(Path(path))       # once per notebook, not once per cell
 
 
 def pytest_collection_modifyitems(config, items):

@@ -91,12 +91,16 @@ def lecture_title(path: Path) -> str:
     return path.stem
 
 
+def needs_gpu(path: Path) -> bool:
+    """Whether a notebook declares that it needs a GPU (its metadata: course.needs_gpu)."""
+    return bool(json.loads(Path(path).read_text()).get("metadata", {}).get("course", {}).get("needs_gpu", False))
+
+
 def lecture_table() -> str:
     """The README's lecture table, one row per lecture notebook, each with its Open-in-Colab badge."""
     rows = ["| # | lecture | needs a GPU | open |", "|---|---|---|---|"]
     for path in lecture_notebooks():
-        notebook = json.loads(path.read_text())
-        gpu = "yes" if notebook.get("metadata", {}).get("course", {}).get("needs_gpu") else "no"
+        gpu = "yes" if needs_gpu(path) else "no"
         relative = path.relative_to(ROOT).as_posix()
         rows.append(f"| {path.name[:2]} | [{lecture_title(path)}]({relative}) | {gpu} | {colab_badge(relative)} |")
     return "\n".join(rows)
@@ -169,8 +173,7 @@ def main(argv=None) -> int:
         status = gpu.gpu_status()
         failed = []
         for path in args.notebooks or lecture_notebooks():
-            needs_gpu = json.loads(path.read_text()).get("metadata", {}).get("course", {}).get("needs_gpu")
-            if needs_gpu and not status.available:
+            if needs_gpu(path) and not status.available:
                 print(f"skipped {path.name}: needs a CUDA GPU; GPU: {status.description}")
                 continue
             try:

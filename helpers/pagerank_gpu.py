@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from . import kernels
-from .gpu import NoGPUError, require_gpu, time_gpu
+from .gpu import require_gpu, time_gpu
 from .graph import Graph
 from .reference import DAMPING, check_damping, check_tol, l1_distance, max_abs_diff, pagerank, teleport_vector
 
@@ -23,6 +23,11 @@ BYTES_MODEL = "4E + 20N bytes per iteration"   # the effective-bandwidth model e
 
 class GraphTooLargeError(MemoryError):
     """The graph's arrays do not fit in the GPU's free memory."""
+
+
+def device_bytes(num_vertices: int, num_edges: int) -> int:
+    """GPU memory a DeviceGraph and one iteration's buffers take: both CSRs, degrees, six float vectors."""
+    return 4 * (3 * num_edges + 4 * num_vertices) + 6 * 4 * num_vertices
 
 
 def bytes_per_iteration(graph) -> int:
@@ -37,7 +42,7 @@ class DeviceGraph:
         if graph.in_offsets.dtype != np.int32:
             raise GraphTooLargeError(f"{graph.name}: {graph.num_edges:,} edges need int64 offsets; "
                                      "the course's kernels index edges with int32")
-        need = 4 * (3 * graph.num_edges + 4 * graph.num_vertices) + 6 * 4 * graph.num_vertices
+        need = device_bytes(graph.num_vertices, graph.num_edges)
         free = cp.cuda.Device().mem_info[0]
         if need > 0.9 * free:
             raise GraphTooLargeError(f"{graph.name} needs about {need / 2**30:.1f} GiB on the GPU, "
@@ -180,28 +185,27 @@ class Variant:
     kernels: tuple[str, ...]     # the .cu kernels it launches (none for CuPy-only variants)
     deterministic: bool = True   # atomics make the rounding depend on the order of additions
     max_vertices: int | None = None
-    lecture: str = ""
 
 
 VARIANTS = {v.name: v for v in [
-    Variant("pull_thread", "ranks", _pull_thread, ("pull_thread",), lecture="10"),
-    Variant("scan_naive", "ranks", _scan_naive, ("scan_naive",), max_vertices=50_000, lecture="11"),
-    Variant("push_atomic", "contributions", _push_atomic, ("push_atomic",), deterministic=False, lecture="11"),
-    Variant("pull_contrib", "contributions", _pull("pull_contrib"), ("pull_contrib",), lecture="12"),
-    Variant("pull_interleaved", "ranks", _pull_interleaved, ("pull_interleaved",), lecture="12"),
-    Variant("pull_contrib_kahan", "contributions", _pull("pull_contrib_kahan"), ("pull_contrib_kahan",), lecture="20"),
-    Variant("pull_contrib_f64", "contributions", _pull("pull_contrib_f64"), ("pull_contrib_f64",), lecture="20"),
-    Variant("pull_warp", "contributions", _pull("pull_warp", threads_per_vertex=32), ("pull_warp",), lecture="13"),
-    *[Variant(f"pull_subwarp_{w}", "contributions", _pull_subwarp(w), ("pull_subwarp",), lecture="13")
+    Variant("pull_thread", "ranks", _pull_thread, ("pull_thread",)),
+    Variant("scan_naive", "ranks", _scan_naive, ("scan_naive",), max_vertices=50_000),
+    Variant("push_atomic", "contributions", _push_atomic, ("push_atomic",), deterministic=False),
+    Variant("pull_contrib", "contributions", _pull("pull_contrib"), ("pull_contrib",)),
+    Variant("pull_interleaved", "ranks", _pull_interleaved, ("pull_interleaved",)),
+    Variant("pull_contrib_kahan", "contributions", _pull("pull_contrib_kahan"), ("pull_contrib_kahan",)),
+    Variant("pull_contrib_f64", "contributions", _pull("pull_contrib_f64"), ("pull_contrib_f64",)),
+    Variant("pull_warp", "contributions", _pull("pull_warp", threads_per_vertex=32), ("pull_warp",)),
+    *[Variant(f"pull_subwarp_{w}", "contributions", _pull_subwarp(w), ("pull_subwarp",))
       for w in (4, 8, 16)],
-    Variant("pull_hybrid", "contributions", _pull_hybrid, ("pull_hybrid",), lecture="13"),
-    Variant("pull_shared_tile", "contributions", _pull("pull_shared_tile", shared_mem=BLOCK * 4), ("pull_shared_tile",), lecture="13"),
+    Variant("pull_hybrid", "contributions", _pull_hybrid, ("pull_hybrid",)),
+    Variant("pull_shared_tile", "contributions", _pull("pull_shared_tile", shared_mem=BLOCK * 4), ("pull_shared_tile",)),
     Variant("pull_binned", "contributions", _pull_binned,
-            ("pull_bin_thread", "pull_bin_warp", "pull_bin_block"), lecture="14"),
-    Variant("coo_atomic", "contributions", _coo_atomic, ("coo_atomic",), deterministic=False, lecture="14"),
-    Variant("coo_segmented_scan", "contributions", _coo_segmented_scan, (), lecture="14"),
+            ("pull_bin_thread", "pull_bin_warp", "pull_bin_block")),
+    Variant("coo_atomic", "contributions", _coo_atomic, ("coo_atomic",), deterministic=False),
+    Variant("coo_segmented_scan", "contributions", _coo_segmented_scan, ()),
     # cuSPARSE's SpMV changed its last bits between two runs on an H100: not deterministic
-    Variant("cusparse", "contributions", _cusparse, (), deterministic=False, lecture="15"),
+    Variant("cusparse", "contributions", _cusparse, (), deterministic=False),
 ]}
 
 
@@ -222,7 +226,7 @@ def half_variant(storage: str, scale_by_n: bool = True) -> Variant:
                                                          np.float32(1.0 / scale), _i32(fmt)))
 
     name = f"pull_{storage}" + ("_scaled" if scaled else "")
-    return Variant(name, "contributions", spmv, ("to_half", "pull_half"), lecture="40")
+    return Variant(name, "contributions", spmv, ("to_half", "pull_half"))
 
 
 def variants_for(num_vertices: int) -> list[str]:
@@ -299,8 +303,6 @@ class FusedIteration:
     """The whole iteration in two launches: fused_step (sum, update, next contributions, per-block dangling
     mass and L1 change) and fused_finalize (one block adds the partials). Nothing is computed on the host,
     so a run of iterations can be captured as a CUDA graph. Same interface as Iteration."""
-
-    name = "fused"
 
     def __init__(self, dg: DeviceGraph, damping: float = DAMPING, threshold: int = 32, history: int = 4096):
         cp = require_gpu()
