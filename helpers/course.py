@@ -106,18 +106,40 @@ def lecture_table() -> str:
     return "\n".join(rows)
 
 
-TABLE_START, TABLE_END = "<!-- lectures: written by python -m helpers.course sync -->", "<!-- end of lectures -->"
+def exercise_solutions() -> list[Path]:
+    return sorted(NOTEBOOKS.glob("exercises/*_solution.ipynb"))
+
+
+def exercise_table() -> str:
+    """The README's exercise table: the lecture, the student version with its Open-in-Colab badge, the
+    checker, the solution."""
+    rows = ["| after | exercise | needs a GPU | checker | open the student version | solution |",
+            "|---|---|---|---|---|---|"]
+    lectures = {p.name[:2]: p for p in lecture_notebooks()}
+    for solution in exercise_solutions():
+        meta = json.loads(solution.read_text())["metadata"]["course"]
+        lecture = lectures[meta["exercise"]["lecture"]].relative_to(ROOT).as_posix()
+        student = solution.with_name(solution.name.replace("_solution", "")).relative_to(ROOT).as_posix()
+        rows.append(f"| [{solution.name[:2]}]({lecture}) | [{lecture_title(solution)}]({student}) | "
+                    f"{'yes' if meta['needs_gpu'] else 'no'} | `checks.{meta['exercise']['checker']}` | "
+                    f"{colab_badge(student)} | [solution]({solution.relative_to(ROOT).as_posix()}) |")
+    return "\n".join(rows)
+
+
+TABLES = {"lectures": lecture_table, "exercises": exercise_table}
 
 
 def sync_readme(readme: Path = ROOT / "README.md") -> bool:
-    """Rewrite the README's lecture table from the notebooks; True if it changed."""
-    text = readme.read_text()
-    before, rest = text.split(TABLE_START, 1)
-    _, after = rest.split(TABLE_END, 1)
-    new = f"{before}{TABLE_START}\n{lecture_table()}\n{TABLE_END}{after}"
-    if new == text:
+    """Rewrite the README's lecture and exercise tables from the notebooks; True if it changed."""
+    text = original = readme.read_text()
+    for name, table in TABLES.items():
+        start, end = f"<!-- {name}: written by python -m helpers.course sync -->", f"<!-- end of {name} -->"
+        before, rest = text.split(start, 1)
+        _, after = rest.split(end, 1)
+        text = f"{before}{start}\n{table()}\n{end}{after}"
+    if text == original:
         return False
-    readme.write_text(new)
+    readme.write_text(text)
     return True
 
 
@@ -157,7 +179,8 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(
         prog="python -m helpers.course",
-        description="sync: write the repository setting into every lecture's setup cell; "
+        description="sync: write the repository setting into every lecture's and exercise's setup cell, the "
+                    "student versions of the exercises and the README's tables; "
                     "report: print Python, GPU and data directory; "
                     "execute: run lectures top to bottom in fresh kernels, saving their outputs "
                     "(GPU lectures are skipped, with the reason, where there is no GPU).")
@@ -184,9 +207,13 @@ def main(argv=None) -> int:
         if failed:
             print(f"{len(failed)} lecture(s) failed: {', '.join(failed)}")
         return 1 if failed else 0
-    for path in lecture_notebooks():
+    from . import exercises
+
+    for path in lecture_notebooks() + exercise_solutions():
         if sync_notebook(path):
             print(f"updated {path.relative_to(ROOT)}")
+    for path in exercises.write():
+        print(f"updated {path.relative_to(ROOT)}")
     if sync_readme():
         print("updated README.md")
     return 0
