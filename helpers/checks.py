@@ -25,8 +25,8 @@ PAST_THE_END = ("wrote past the end of the output: the bounds check (v < n) is m
                 "threads beyond the last vertex store results")
 NEVER_WRITTEN = ("elements never written (the output was filled with NaN before the launch): every vertex "
                  "below n needs a thread that stores its result")
-RACE = ("a race: the result changes from launch to launch and updates are lost; threads that add to the "
-        "same element need atomicAdd")
+RACE = ("a race: updates are lost (and the result can change from launch to launch); threads that add to "
+        "the same element need atomicAdd")
 ROW_PAST = ("wrong row bounds: each vertex also adds the first in-link of the next vertex (the loop must "
             "stop before offsets[v + 1], not at it)")
 ROW_SHORT = "wrong row bounds: each vertex misses its last in-link (the loop stops one early)"
@@ -36,8 +36,8 @@ DIVIDE_BY_ZERO = ("a dangling vertex divided by its out-degree 0 (got inf or NaN
                   "must be 0")
 
 
-def lanes_cause(dmin: int) -> str:
-    return (f"every vertex with fewer than {dmin} in-links is right and the ones with {dmin} or more are wrong: "
+def lanes_cause(right_max: int, dmin: int) -> str:
+    return (f"vertices with up to {right_max} in-links are right, wrong ones have {dmin} or more: "
             "the lanes' partial sums are not all combined exactly once — check the loop's start and stride "
             "(each in-link read by one lane) and the shuffle's offsets, width and mask")
 
@@ -340,29 +340,33 @@ def _padded(cp, values, pad: int, fill, dtype):
 
 
 class _DeviceCase:
-    """A graph's arrays on the GPU, each followed by PAD harmless entries: empty rows after the offsets,
-    a real source after in_sources, out-degree 1 after out_degree, so that a kernel that runs past the
-    end reads valid memory and its stray writes land in the NaN canary."""
+    """A graph's arrays on the GPU, each followed by PAD harmless entries, so that a kernel that runs past
+    the end reads valid memory and its stray writes land in the NaN canary: empty rows after the offsets;
+    after in_sources the id n, whose padded rank, out-degree and contribution are 7 units, 1 and 7 units
+    (an extra in-link changes the sum visibly and finitely); after out_targets vertex 0."""
+
+    PAD_UNITS = 7.0
 
     def __init__(self, cp, graph: Graph, rng):
         self.graph, self.n = graph, graph.num_vertices
-        filler = int(np.argmax(graph.out_degree))        # a vertex with an out-link if there is one
+        pad_value = self.PAD_UNITS * UNIT
         self.in_offsets = _padded(cp, graph.in_offsets, PAD, graph.num_edges, np.int32)
-        self.in_sources = _padded(cp, graph.in_sources, PAD, filler, np.int32)
+        self.in_sources = _padded(cp, graph.in_sources, PAD, self.n, np.int32)
         self.out_offsets = _padded(cp, graph.out_offsets, PAD, graph.num_edges, np.int32)
-        self.out_targets = _padded(cp, graph.out_targets, PAD, filler, np.int32)
+        self.out_targets = _padded(cp, graph.out_targets, PAD, 0, np.int32)
         self.out_degree = _padded(cp, graph.out_degree, PAD, 1, np.int32)
         # contributions: small multiples of 2**-24, so that every float32 sum is exact in any order
         units = rng.integers(1, 512, self.n).astype(np.float64)
         self.contrib_host = np.where(graph.dangling, 0.0, units * UNIT)
         self.rank_host = np.where(graph.dangling, units * UNIT, units * graph.out_degree * UNIT)
-        self.contrib = _padded(cp, self.contrib_host, PAD, 0.0, np.float32)
-        self.rank = _padded(cp, self.rank_host, PAD, 0.0, np.float32)
-        self.edge_term = np.append(self.contrib_host[graph.in_sources], self.contrib_host[filler])
+        self.contrib = _padded(cp, self.contrib_host, PAD, pad_value, np.float32)
+        self.rank = _padded(cp, self.rank_host, PAD, pad_value, np.float32)
+        self.edge_term = np.append(self.contrib_host[graph.in_sources], pad_value)
         self.expected = graph.in_matrix @ self.contrib_host       # exact: every partial sum is representable
 
 
-def _check_sums(dc: _DeviceCase, got_full, again_full=None, vertices=None, hint: str = "") -> str | None:
+def _check_sums(dc: _DeviceCase, got_full, again_full=None, vertices=None, hint: str = "",
+                unwritten_hint: str = "", lanes: bool = False, atomics: bool = False) -> str | None:
     """Compare a pulled vector (with its canary) to the exact sums; raise _Wrong with the likely cause."""
     graph, n = dc.graph, dc.n
     got_full = np.asarray(got_full, dtype=np.float64)
@@ -380,7 +384,10 @@ def _check_sums(dc: _DeviceCase, got_full, again_full=None, vertices=None, hint:
     unwritten = np.flatnonzero(listed & np.isnan(got))
     if unwritten.size:
         raise _Wrong(f"vertex {int(unwritten[0])} never written ({unwritten.size:,} of {int(listed.sum()):,})",
-                     NEVER_WRITTEN)
+                     NEVER_WRITTEN + unwritten_hint)
+    if not got[listed].any() and dc.expected[listed].any():
+        raise _Wrong(f"every element is 0; vertex {int(np.argmax(dc.expected))} should be {dc.expected.max():.9g}",
+                     "nothing was added: every in-link's share must reach its target")
     if again_full is not None and not np.array_equal(got_full, np.asarray(again_full, np.float64), equal_nan=True):
         v = int(np.flatnonzero(got_full != np.asarray(again_full, np.float64))[0])
         raise _Wrong(f"vertex {v}: {got_full[v]:.9g} in one launch, {again_full[v]:.9g} in the next "
@@ -399,8 +406,10 @@ def _check_sums(dc: _DeviceCase, got_full, again_full=None, vertices=None, hint:
     if np.allclose(got[bad], short[bad], rtol=1e-5, atol=0):
         raise _Wrong(where, ROW_SHORT)
     dmin = int(degree[bad].min())
-    if dmin > 1 and not bad[listed & (degree < dmin)].any() and (listed & (degree < dmin) & (degree > 0)).any():
-        raise _Wrong(where, lanes_cause(dmin))
+    if lanes and dmin > 1 and not bad[listed & (degree < dmin)].any():
+        raise _Wrong(where, lanes_cause(int(degree[listed & (degree < dmin)].max(initial=0)), dmin))
+    if atomics and dmin > 1 and (got[bad] < dc.expected[bad]).all():
+        raise _Wrong(where + "; only vertices with several in-links lose rank", RACE)
     raise _Wrong(where, hint or "the sum over in-links is wrong")
 
 
@@ -452,11 +461,11 @@ def push_rank(code: str, seed=None, quiet: bool = False) -> Report:
                                           np.int32(dc.n)))
             out.append(pulled.get())
         try:
-            _check_sums(dc, out[0], out[1])
+            _check_sums(dc, out[0], out[1], atomics=True)
         except _Wrong as wrong:
             # a push kernel with a bad row bound adds to one extra target per source
             ends, has = graph.out_offsets[1:], graph.out_degree > 0
-            extra_targets = np.append(graph.out_targets, int(np.argmax(graph.out_degree)))[ends]
+            extra_targets = np.append(graph.out_targets, 0)[ends]
             extra = np.bincount(extra_targets[has], weights=dc.contrib_host[has], minlength=dc.n)
             got = out[0][:dc.n].astype(np.float64)
             if wrong.cause not in (RACE, PAST_THE_END) and np.allclose(got, dc.expected + extra, rtol=1e-5, atol=0):
@@ -522,7 +531,7 @@ def pull_warp_rank(code: str, seed=None, quiet: bool = False) -> Report:
             kernel(_blocks(32 * dc.n), (256,), (dc.in_offsets, dc.in_sources, dc.out_degree, dc.rank, pulled,
                                                np.int32(dc.n)))
             out.append(pulled.get())
-        _check_sums(dc, out[0], out[1], hint="only lane 0 of each warp should store the warp's total")
+        _check_sums(dc, out[0], out[1], lanes=True, hint="only lane 0 of each warp should store the warp's total")
 
     return _run("pull_warp_rank", seed, [(g.name, g) for g in _gpu_graphs(rng)], check, quiet)
 
@@ -545,7 +554,11 @@ def pull_list(code: str, seed=None, quiet: bool = False) -> Report:
         kernel(_blocks(width * vertices.size), (256,), (_padded(cp, vertices, PAD, 0, np.int32), np.int32(vertices.size),
                                                         dc.in_offsets, dc.in_sources, dc.contrib, pulled,
                                                         np.int32(width)))
-        _check_sums(dc, pulled.get(), vertices=vertices)
+        _check_sums(dc, pulled.get(), vertices=vertices, lanes=True,
+                    hint="each group must add only its own lanes' partial sums: shuffle with offsets from width / 2 "
+                         "down to 1 and pass width, so that no group reads a neighbouring group's lanes",
+                    unwritten_hint="; here the first lane of every group (lane = threadIdx.x % width is 0) stores "
+                                   "pulled[vertices[i]]")
 
     cases = [(f"{g.name}, width {w}", (g, w)) for g in graphs for w in (2, 4, 8, 16, 32)]
     return _run("pull_list", seed, cases, check, quiet)
@@ -585,6 +598,9 @@ def l1_change(code: str, seed=None, quiet: bool = False) -> Report:
             raise _Wrong(detail, "signed differences cancel: take the absolute value (fabsf) of each one")
         if got == 0.0:
             raise _Wrong(detail, "nothing was added to *total")
+        if n > 256 and got < expected:
+            raise _Wrong(detail, RACE + " (one per block): with one block (n <= 256) the sum is right, with "
+                                        "several some blocks' sums never arrive")
         raise _Wrong(detail, "the reduction loses or repeats values: check the shared-memory tree (the "
                              "__syncthreads between its steps, elements past n counted as 0)")
 
