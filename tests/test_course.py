@@ -55,7 +55,7 @@ def test_helpers_import_without_cupy():
 
 def test_importing_helpers_does_not_import_cupy():
     code = ("import sys, helpers, helpers.graph, helpers.generators, helpers.reference, helpers.gpu, "
-            "helpers.course; print('cupy' in sys.modules)")
+            "helpers.course, helpers.checks, helpers.exercises; print('cupy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=course.ROOT)
     assert out.stdout.strip() == "False", out.stderr
 

@@ -242,3 +242,11 @@ def test_a_seed_repeats_the_same_cases():
         return defined(load("01_pagerank_step")[0])(graph, ranks, damping)
     assert checks.pagerank_step(solution, seed=7, quiet=True).passed == \
         checks.pagerank_step(solution, seed=7, quiet=True).passed
+
+
+def test_a_gpu_checker_without_a_gpu_says_what_to_do():
+    from helpers import gpu
+    if gpu.gpu_status().available:
+        pytest.skip("this machine has a GPU: the GPU checkers run instead")
+    with pytest.raises(gpu.NoGPUError, match="needs a CUDA GPU"):
+        checks.pull_grid_stride(defined(load("10_pull_grid_stride")[0]), quiet=True)
