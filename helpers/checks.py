@@ -426,6 +426,19 @@ def _blocks(threads: int, block: int = 256) -> tuple[int]:
     return (max(1, -(-threads // block)),)
 
 
+def _launch_twice(cp, dc: _DeviceCase, launch, zeroed: bool = False) -> list[np.ndarray]:
+    """Two launches, each into a fresh output poisoned with NaN (zeroed below n for kernels that add):
+    with exact inputs a correct kernel gives the same bits twice."""
+    results = []
+    for _ in range(2):
+        pulled = cp.full(dc.n + PAD, cp.nan, dtype=cp.float32)
+        if zeroed:
+            pulled[:dc.n] = 0
+        launch(pulled)
+        results.append(pulled.get())
+    return results
+
+
 def pull_grid_stride(code: str, seed=None, quiet: bool = False) -> Report:
     """Exercise 10: pull_grid_stride(in_offsets, in_sources, out_degree, rank, pulled, n), launched with a
     fixed grid of 3 blocks of 128 threads: every thread walks v = its index, + the grid's size, ... < n."""
@@ -434,11 +447,8 @@ def pull_grid_stride(code: str, seed=None, quiet: bool = False) -> Report:
     def check(graph):
         kernel = _kernel(code, "pull_grid_stride")
         dc = _DeviceCase(cp, graph, rng)
-        out = []
-        for _ in range(2):
-            pulled = cp.full(dc.n + PAD, cp.nan, dtype=cp.float32)
-            kernel((3,), (128,), (dc.in_offsets, dc.in_sources, dc.out_degree, dc.rank, pulled, np.int32(dc.n)))
-            out.append(pulled.get())
+        out = _launch_twice(cp, dc, lambda pulled: kernel((3,), (128,), (
+            dc.in_offsets, dc.in_sources, dc.out_degree, dc.rank, pulled, np.int32(dc.n))))
         _check_sums(dc, out[0], out[1], hint="each in-neighbour u adds rank[u] / out_degree[u]: "
                                              "the out-degree of u, not of v")
 
@@ -453,13 +463,8 @@ def push_rank(code: str, seed=None, quiet: bool = False) -> Report:
     def check(graph):
         kernel = _kernel(code, "push_rank")
         dc = _DeviceCase(cp, graph, rng)
-        out = []
-        for _ in range(2):
-            pulled = cp.full(dc.n + PAD, cp.nan, dtype=cp.float32)
-            pulled[:dc.n] = 0
-            kernel(_blocks(dc.n), (256,), (dc.out_offsets, dc.out_targets, dc.out_degree, dc.rank, pulled,
-                                          np.int32(dc.n)))
-            out.append(pulled.get())
+        out = _launch_twice(cp, dc, lambda pulled: kernel(_blocks(dc.n), (256,), (
+            dc.out_offsets, dc.out_targets, dc.out_degree, dc.rank, pulled, np.int32(dc.n))), zeroed=True)
         try:
             _check_sums(dc, out[0], out[1], atomics=True)
         except _Wrong as wrong:
@@ -525,12 +530,8 @@ def pull_warp_rank(code: str, seed=None, quiet: bool = False) -> Report:
     def check(graph):
         kernel = _kernel(code, "pull_warp_rank")
         dc = _DeviceCase(cp, graph, rng)
-        out = []
-        for _ in range(2):
-            pulled = cp.full(dc.n + PAD, cp.nan, dtype=cp.float32)
-            kernel(_blocks(32 * dc.n), (256,), (dc.in_offsets, dc.in_sources, dc.out_degree, dc.rank, pulled,
-                                               np.int32(dc.n)))
-            out.append(pulled.get())
+        out = _launch_twice(cp, dc, lambda pulled: kernel(_blocks(32 * dc.n), (256,), (
+            dc.in_offsets, dc.in_sources, dc.out_degree, dc.rank, pulled, np.int32(dc.n))))
         _check_sums(dc, out[0], out[1], lanes=True, hint="only lane 0 of each warp should store the warp's total")
 
     return _run("pull_warp_rank", seed, [(g.name, g) for g in _gpu_graphs(rng)], check, quiet)
