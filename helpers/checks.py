@@ -413,6 +413,12 @@ def _check_sums(dc: _DeviceCase, got_full, again_full=None, vertices=None, hint:
     raise _Wrong(where, hint or "the sum over in-links is wrong")
 
 
+def _blocks(threads: int) -> tuple[int]:
+    from .pagerank_gpu import _blocks     # the driver's grid size for 256-thread blocks
+
+    return _blocks(threads)
+
+
 def _gpu_setup(seed):
     from .gpu import require_gpu
 
@@ -420,10 +426,6 @@ def _gpu_setup(seed):
     seed = _fresh(seed)
     rng = np.random.default_rng(seed)
     return cp, seed, rng
-
-
-def _blocks(threads: int, block: int = 256) -> tuple[int]:
-    return (max(1, -(-threads // block)),)
 
 
 def _launch_twice(cp, dc: _DeviceCase, launch, zeroed: bool = False) -> list[np.ndarray]:
@@ -488,13 +490,12 @@ def contributions_split(code: str, seed=None, quiet: bool = False) -> Report:
 
     def check(graph):
         kernel = _kernel(code, "contributions_split")
-        dc = _DeviceCase(cp, graph, rng)
-        n = dc.n
+        n = graph.num_vertices
         rank = _random_ranks(rng, n).astype(np.float32)
         contrib = cp.full(n + PAD, cp.nan, dtype=cp.float32)
         dangling_rank = cp.full(n + PAD, cp.nan, dtype=cp.float32)
-        kernel(_blocks(n), (256,), (_padded(cp, rank, PAD, 0.0, np.float32), dc.out_degree, contrib, dangling_rank,
-                                    np.int32(n)))
+        kernel(_blocks(n), (256,), (_padded(cp, rank, PAD, 0.0, np.float32), _padded(cp, graph.out_degree, PAD, 1, np.int32),
+                                    contrib, dangling_rank, np.int32(n)))
         degree, dangling = graph.out_degree, graph.dangling
         want_contrib = np.where(dangling, 0.0, rank / np.maximum(degree, 1))
         want_dangling = np.where(dangling, rank, 0.0).astype(np.float64)

@@ -106,20 +106,18 @@ def lecture_table() -> str:
     return "\n".join(rows)
 
 
-def exercise_solutions() -> list[Path]:
-    return sorted(NOTEBOOKS.glob("exercises/*_solution.ipynb"))
-
-
 def exercise_table() -> str:
     """The README's exercise table: the lecture, the student version with its Open-in-Colab badge, the
     checker, the solution."""
+    from . import exercises
+
     rows = ["| after | exercise | needs a GPU | checker | open the student version | solution |",
             "|---|---|---|---|---|---|"]
     lectures = {p.name[:2]: p for p in lecture_notebooks()}
-    for solution in exercise_solutions():
+    for solution in exercises.solutions():
         meta = json.loads(solution.read_text())["metadata"]["course"]
         lecture = lectures[meta["exercise"]["lecture"]].relative_to(ROOT).as_posix()
-        student = solution.with_name(solution.name.replace("_solution", "")).relative_to(ROOT).as_posix()
+        student = exercises.student_path(solution).relative_to(ROOT).as_posix()
         rows.append(f"| [{solution.name[:2]}]({lecture}) | [{lecture_title(solution)}]({student}) | "
                     f"{'yes' if meta['needs_gpu'] else 'no'} | `checks.{meta['exercise']['checker']}` | "
                     f"{colab_badge(student)} | [solution]({solution.relative_to(ROOT).as_posix()}) |")
@@ -209,7 +207,7 @@ def main(argv=None) -> int:
         return 1 if failed else 0
     from . import exercises
 
-    for path in lecture_notebooks() + exercise_solutions():
+    for path in lecture_notebooks() + exercises.solutions():
         if sync_notebook(path):
             print(f"updated {path.relative_to(ROOT)}")
     for path in exercises.write():

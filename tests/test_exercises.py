@@ -91,9 +91,10 @@ MUTANTS = {
 STUB_CAUSES = {"11_push_rank": "nothing was added", "20_l1_change": "nothing was added"}
 
 
-def exercise_cell(notebook: dict) -> str:
-    cells = [c for c in notebook["cells"] if c["cell_type"] == "code" and exercises.has_region("".join(c["source"]))]
-    assert len(cells) == 1, "one code cell holds the exercise"
+def exercise_cell(notebook: dict, mark: str) -> str:
+    """The one code cell holding the exercise: the solution region's cell, or the student's TODO cell."""
+    cells = [c for c in notebook["cells"] if c["cell_type"] == "code" and mark in "".join(c["source"])]
+    assert len(cells) == 1, f"one code cell holds the exercise ({mark})"
     return "".join(cells[0]["source"])
 
 
@@ -102,24 +103,18 @@ def load(slug: str):
     solution = json.loads((exercises.EXERCISES / f"{slug}_solution.ipynb").read_text())
     student = json.loads((exercises.EXERCISES / f"{slug}.ipynb").read_text())
     meta = solution["metadata"]["course"]
-    return exercise_cell(solution), exercise_cell_student(student), meta["exercise"]["checker"], meta["needs_gpu"]
-
-
-def exercise_cell_student(notebook: dict) -> str:
-    cells = [c for c in notebook["cells"] if c["cell_type"] == "code" and "TODO" in "".join(c["source"])]
-    assert len(cells) == 1
-    return "".join(cells[0]["source"])
+    return (exercise_cell(solution, "BEGIN SOLUTION"), exercise_cell(student, "TODO"), meta["exercise"]["checker"],
+            meta["needs_gpu"])
 
 
 def defined(cell: str):
-    """What an exercise cell defines: the kernel source, or the one function."""
+    """What an exercise cell defines: the kernel source, or the one function written in it."""
     namespace = {}
     exec(compile(cell, "<exercise>", "exec"), namespace)
     if "KERNEL" in namespace:
         return namespace["KERNEL"]
-    functions = [v for k, v in namespace.items() if callable(v) and getattr(v, "__module__", None) is None
-                 and not k.startswith("_") and k != "np"]
-    functions = [v for v in functions if v.__code__.co_filename == "<exercise>"]
+    functions = [v for v in namespace.values()
+                 if callable(v) and getattr(getattr(v, "__code__", None), "co_filename", "") == "<exercise>"]
     assert len(functions) == 1
     return functions[0]
 
