@@ -175,3 +175,184 @@ def rmat_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOO
     keys = np.concatenate([base, extra])
     return from_edges(source_label[keys // n], target_label[keys % n], n,
                       name=name or f"R-MAT(n={n:,}, m={num_edges:,}, seed={seed})")
+
+
+# --- a web-like stand-in: web-Google's published shape, crawl-order ids -----------------------------
+
+WEB_GOOGLE_MAX_OUT_DEGREE = 456     # published statistics of SNAP's web-Google
+WEB_GOOGLE_MAX_IN_DEGREE = 6_326
+
+
+def _power_law_degrees(rng, count: int, total: int, cap: int, shift: float = 4.0) -> np.ndarray:
+    """``count`` degrees in 1..cap from a shifted discrete power law, p(k) ~ (k + shift)^-alpha, whose exponent
+    is chosen so that they add up to about ``total``; then adjusted to add up to exactly ``total``, with one
+    degree equal to ``cap``. The shift keeps most degrees a few links wide instead of one."""
+    values = np.arange(1, cap + 1, dtype=np.float64)
+    lo, hi = 1.01, 6.0
+    for _ in range(60):                                   # bisection on the exponent for the mean
+        alpha = (lo + hi) / 2
+        weights = (values + shift) ** -alpha
+        mean = (values * weights).sum() / weights.sum()
+        lo, hi = (lo, alpha) if mean < total / count else (alpha, hi)
+    weights = (values + shift) ** -alpha
+    degrees = rng.choice(values.astype(np.int64), size=count, p=weights / weights.sum())
+    degrees[int(np.argmax(degrees))] = cap
+    while (excess := int(degrees.sum()) - total) != 0:    # nudge random degrees, staying within 1..cap
+        room = np.flatnonzero(degrees > 1) if excess > 0 else np.flatnonzero(degrees < cap)
+        room = room[degrees[room] != cap] if excess > 0 else room
+        pick = rng.choice(room, size=min(abs(excess), room.size), replace=False)
+        degrees[pick] -= np.sign(excess)
+    return degrees
+
+
+def web_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOGLE_EDGES, seed: int = 0, *,
+              max_out_degree: int = WEB_GOOGLE_MAX_OUT_DEGREE, max_in_degree: int = WEB_GOOGLE_MAX_IN_DEGREE,
+              dangling_share: float = WEB_GOOGLE_DANGLING_SHARE, local_share: float = 0.75,
+              name: str | None = None) -> Graph:
+    """A web-like graph with web-Google's published shape by default: exactly ``num_edges`` distinct edges,
+    no self-loop, no isolated vertex, a share ``dangling_share`` of vertices without out-links, out-degrees
+    from a power law capped at ``max_out_degree`` (reached), in-degrees heavy-tailed with the maximum
+    ``max_in_degree`` reached by one page, and ids in crawl order: pages come in sites of consecutive ids,
+    and a share ``local_share`` of links stays inside the source's site (to its first page, or to a page
+    near the source), the rest going to popular pages anywhere. That locality, not any typed number, is what
+    makes this stand-in behave like a crawl for caches; lecture 30 prints its statistics beside the real ones.
+    """
+    rng = np.random.default_rng(seed)
+    n, m = int(num_vertices), int(num_edges)
+    dangling_count = int(round(dangling_share * n))
+    linking = n - dangling_count
+    if not 0 < linking or m < linking or m > linking * max_out_degree:
+        raise ValueError(f"{m:,} edges cannot give {linking:,} linking vertices between 1 and "
+                         f"{max_out_degree} out-links each")
+    # sites: consecutive ids, sizes heavy-tailed (a crawl visits a site's pages together)
+    sizes = np.minimum(np.ceil(rng.pareto(1.2, n // 4 + 16) * 8).astype(np.int64) + 1, 5_000)
+    sizes = sizes[: int(np.searchsorted(np.cumsum(sizes), n)) + 1]
+    sizes[-1] -= int(sizes.sum()) - n
+    site_start = np.repeat(np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+    site_size = np.repeat(sizes, sizes)
+    is_linking = np.zeros(n, dtype=bool)
+    is_linking[rng.choice(n, size=linking, replace=False)] = True
+    sources_of = np.flatnonzero(is_linking)
+    out_degree = np.zeros(n, dtype=np.int64)
+    out_degree[sources_of] = _power_law_degrees(rng, linking, m, max_out_degree)
+    popularity = np.minimum(rng.pareto(1.1, n) + 1.0, 400.0)          # heavy-tailed, capped: no second hub
+    cumulative = np.cumsum(popularity / popularity.sum())
+
+    def targets_for(sources: np.ndarray, local_share: float) -> np.ndarray:
+        local = rng.random(sources.size) < local_share
+        home = rng.random(sources.size) < 0.25
+        offset = np.rint(rng.laplace(0.0, 4.0 + site_size[sources] / 8.0)).astype(np.int64)
+        offset[offset == 0] = 1
+        near = np.clip(sources + offset, site_start[sources], site_start[sources] + site_size[sources] - 1)
+        chosen = np.where(home, site_start[sources], near)
+        far = np.minimum(np.searchsorted(cumulative, rng.random(sources.size)), n - 1)
+        return np.where(local, chosen, far)
+
+    hub = int(rng.choice(np.flatnonzero(site_start == np.arange(n))))            # a site's first page
+    cap = np.full(n, max_out_degree)
+    keys = np.empty(0, dtype=np.int64)
+    wanted = out_degree.copy()
+    for attempt in range(40):                             # draw until each source has its degree, distinct
+        have = np.bincount(keys // n, minlength=n) if keys.size else np.zeros(n, dtype=np.int64)
+        missing = wanted - have
+        if not missing.any():
+            break
+        sources = np.repeat(np.arange(n), np.maximum(missing, 0))
+        # the first draw follows the crawl's locality; a small site cannot give a wide page enough
+        # distinct neighbours, so what is still missing afterwards links to popular pages anywhere
+        targets = targets_for(sources, local_share if attempt == 0 else 0.0)
+        ok = (targets != sources) & (targets != hub)
+        keys = sorted_unique(np.concatenate([keys, sources[ok] * n + targets[ok]]))
+        counts = np.bincount(keys // n, minlength=n)
+        over = np.flatnonzero(counts > wanted)            # drop extra distinct links beyond the degree
+        if over.size:
+            rank_in_row = np.arange(keys.size) - np.repeat(np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
+            keys = keys[rank_in_row < wanted[keys // n]]
+    # every dangling vertex is linked to at least once: it must appear in the edge list
+    in_degree = np.bincount(keys % n, minlength=n)
+    lonely = np.flatnonzero((in_degree == 0) & ~is_linking & (np.arange(n) != hub))
+    # the hub gets exactly max_in_degree distinct in-links
+    hub_sources = rng.choice(sources_of[sources_of != hub], size=max_in_degree, replace=False)
+    extra_sources = np.concatenate([hub_sources, rng.choice(sources_of, size=lonely.size)])
+    extra_targets = np.concatenate([np.full(hub_sources.size, hub), lonely])
+    keys = sorted_unique(np.concatenate([keys, extra_sources * n + extra_targets]))
+    # back to exactly m edges: drop links that are neither a source's last link, nor a target's last
+    # in-link, nor a link into the hub, nor from the vertex with the largest out-degree; at most one per
+    # source and per target at a time, so that no vertex loses its last link
+    widest = int(np.argmax(out_degree))
+    while (surplus := keys.size - m) > 0:
+        out_now, in_now = np.bincount(keys // n, minlength=n), np.bincount(keys % n, minlength=n)
+        candidates = np.flatnonzero((out_now[keys // n] > 1) & (in_now[keys % n] > 1) & (keys % n != hub)
+                                    & (keys // n != widest))
+        if candidates.size == 0:
+            raise RuntimeError("the web-like generator cannot reach the edge count; try another seed")
+        candidates = rng.permutation(candidates)
+        candidates = candidates[np.unique(keys[candidates] // n, return_index=True)[1]]
+        candidates = candidates[np.unique(keys[candidates] % n, return_index=True)[1]]
+        keys = np.delete(keys, candidates[:surplus])
+    if keys.size < m:
+        raise RuntimeError("the web-like generator fell short of the edge count; try another seed")
+    graph = from_edges(keys // n, keys % n, n, name=name or f"web-like graph (n={n:,}, m={m:,}, seed={seed})")
+    in_degree = graph.in_degree
+    problems = [what for what, bad in (
+        ("edge count", graph.num_edges != m),
+        ("maximum in-degree", int(in_degree.max()) != max_in_degree or int(np.sort(in_degree)[-2]) >= max_in_degree),
+        ("maximum out-degree", int(graph.out_degree.max()) != max_out_degree),
+        ("dangling count", int(graph.dangling.sum()) != dangling_count),
+        ("isolated vertices", bool(((in_degree == 0) & graph.dangling).any())),
+        ("self-loops", bool((keys // n == keys % n).any()))) if bad]
+    if problems:
+        raise RuntimeError(f"the web-like generator missed its {', '.join(problems)}; try another seed")
+    return graph
+
+
+# --- R-MAT on the GPU, for graphs too big to build on the CPU in a lecture ---------------------------
+
+def rmat_device(num_vertices: int, num_edges: int, seed: int = 0, *, a: float = 0.5, b: float = 0.2,
+                c: float = 0.2, batch: int = 1 << 26, name: str | None = None):
+    """An R-MAT graph generated and laid out on the GPU with CuPy: exactly ``num_edges`` distinct edges
+    (duplicates and self-loops dropped), vertex ids relabelled by two random permutations (in-hubs and
+    out-hubs are different pages, as in ``rmat_graph``). Returns a ``pagerank_gpu.DeviceGraph`` (in-CSR and
+    out-degrees on the GPU, no host copy): hundreds of millions of edges take seconds. Vertices without
+    edges are kept, so there are isolated and dangling vertices, as R-MAT makes them."""
+    from types import SimpleNamespace
+
+    from .gpu import require_gpu
+    from .pagerank_gpu import DeviceGraph, ensure_fits
+
+    cp = require_gpu()
+    n, m = int(num_vertices), int(num_edges)
+    if min(a, b, c, 1.0 - a - b - c) < 0:
+        raise ValueError(f"R-MAT probabilities must be non-negative and sum to at most 1: {a}, {b}, {c}")
+    if not 1 < n < 2**31 or not 0 < m <= min(n * (n - 1), 2**31 - 1):
+        raise ValueError(f"cannot make {m:,} distinct edges without self-loops on {n:,} vertices "
+                         "(int32 ids and edge indices)")
+    ensure_fits(32 * m + 8 * min(batch, 2 * m) * 3 + 16 * n, f"generating an R-MAT graph of {m:,} edges")
+    rng = cp.random.default_rng(seed)
+    scale = max(1, int(np.ceil(np.log2(n))))
+    keys = cp.empty(0, dtype=cp.int64)
+    while keys.size < m:
+        size = min(batch, int((m - keys.size) * 1.15) + 1024)
+        rows = cp.zeros(size, dtype=cp.int64)
+        cols = cp.zeros(size, dtype=cp.int64)
+        for _ in range(scale):                    # one quadrant of the adjacency matrix per level
+            r = rng.random(size, dtype=cp.float32)
+            cp.left_shift(rows, 1, out=rows)
+            cp.left_shift(cols, 1, out=cols)
+            rows |= r >= a + b
+            cols |= (r >= a) ^ (r >= a + b) ^ (r >= a + b + c)
+        ok = (rows < n) & (cols < n) & (rows != cols)
+        keys = cp.unique(cp.concatenate([keys, rows[ok] * n + cols[ok]]))
+        del rows, cols, r, ok
+    keys = cp.sort(keys[rng.permutation(keys.size)[:m]])      # exactly m, a random subset
+    source_label, target_label = rng.permutation(n), rng.permutation(n)
+    sources, targets = source_label[keys // n], target_label[keys % n]
+    del keys
+    out_degree = cp.bincount(sources, minlength=n).astype(cp.int32)
+    in_offsets = cp.zeros(n + 1, dtype=cp.int32)
+    cp.cumsum(cp.bincount(targets, minlength=n), out=in_offsets[1:])
+    in_sources = (cp.sort(targets * n + sources) % n).astype(cp.int32)   # grouped by target, sources ascending
+    del sources, targets
+    arrays = SimpleNamespace(num_vertices=n, in_offsets=in_offsets, in_sources=in_sources, out_degree=out_degree,
+                             name=name or f"R-MAT on the GPU (n={n:,}, m={m:,}, seed={seed})")
+    return DeviceGraph(arrays)

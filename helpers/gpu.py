@@ -92,18 +92,35 @@ def device_facts() -> DeviceFacts:
 
 @dataclass(frozen=True)
 class Timing:
+    """Repeated measurements of one thing, in milliseconds: the median and the spread (min to max)."""
     median_ms: float
     min_ms: float
+    max_ms: float
     samples_ms: np.ndarray
+
+    @classmethod
+    def of(cls, samples) -> "Timing":
+        samples = np.asarray(samples, dtype=np.float64)
+        return cls(float(np.median(samples)), float(samples.min()), float(samples.max()), samples)
+
+    @property
+    def spread_ms(self) -> float:
+        return self.max_ms - self.min_ms
+
+    def __str__(self) -> str:
+        from .results import with_spread
+
+        return with_spread(self.median_ms, self.min_ms, self.max_ms) + " ms"
 
 
 def time_gpu(run, *, warmup: int = 3, repeat: int = 20) -> Timing:
-    """Time ``run()`` (which launches GPU work) with CUDA events: ``warmup`` untimed calls, then the
-    median of ``repeat`` timed ones. The first calls compile and load kernels, so they are never timed."""
+    """Time ``run()`` (which launches GPU work) with CUDA events, one call at a time: ``warmup`` untimed calls,
+    then ``repeat`` timed ones. Each sample includes the time the GPU waits for the host to issue the work,
+    so for short kernels it is the launch as a user sees it; ``time_back_to_back`` measures the GPU's time."""
     cp = require_gpu()
     for _ in range(warmup):
         run()
-    cp.cuda.Device().synchronize()
+    cp.cuda.get_current_stream().synchronize()
     samples = []
     for _ in range(repeat):
         start, stop = cp.cuda.Event(), cp.cuda.Event()
@@ -112,18 +129,48 @@ def time_gpu(run, *, warmup: int = 3, repeat: int = 20) -> Timing:
         stop.record()
         stop.synchronize()
         samples.append(cp.cuda.get_elapsed_time(start, stop))
-    samples = np.array(samples)
-    return Timing(float(np.median(samples)), float(samples.min()), samples)
+    return Timing.of(samples)
+
+
+def time_back_to_back(run, *, launches: int = 20, trials: int = 7, warmup: int = 3) -> Timing:
+    """Milliseconds per ``run()`` when ``launches`` calls are issued back to back between two CUDA events,
+    in each of ``trials`` trials (median and spread over the trials). The GPU stays busy as long as the host
+    issues work faster than the GPU finishes it: this is the GPU's time per call, without launch gaps."""
+    cp = require_gpu()
+    for _ in range(warmup):
+        run()
+    cp.cuda.get_current_stream().synchronize()
+    samples = []
+    for _ in range(trials):
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        for _ in range(launches):
+            run()
+        stop.record()
+        stop.synchronize()
+        samples.append(cp.cuda.get_elapsed_time(start, stop) / launches)
+    return Timing.of(samples)
+
+
+def free_bytes() -> int:
+    """Device memory this process can still allocate: free on the device plus what CuPy's pool holds unused,
+    within the pool's limit when one is set (``cupy.get_default_memory_pool().set_limit``)."""
+    cp = require_gpu()
+    pool = cp.get_default_memory_pool()
+    free = cp.cuda.Device().mem_info[0] + pool.free_bytes()
+    limit = pool.get_limit()
+    if limit:
+        free = min(free, limit - pool.used_bytes())
+    return int(max(free, 0))
 
 
 def measure_copy_bandwidth(nbytes: int = 512 * 2**20, repeat: int = 20) -> float:
     """Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written (median)."""
     cp = require_gpu()
-    free = cp.cuda.Device().mem_info[0]
-    nbytes = int(min(nbytes, free // 4))
+    nbytes = int(min(nbytes, free_bytes() // 4))
     source = cp.empty(nbytes // 4, dtype=cp.float32)
     source.fill(1.0)
     target = cp.empty_like(source)
-    timing = time_gpu(lambda: cp.copyto(target, source), repeat=repeat)
+    timing = time_back_to_back(lambda: cp.copyto(target, source), launches=5, trials=repeat)
     del source, target
     return 2 * (nbytes // 4 * 4) / (timing.median_ms * 1e-3) / 1e9

@@ -50,3 +50,29 @@ def test_rmat_refuses_impossible_requests():
         generators.rmat_graph(100, 200, a=0.9, b=0.2, c=0.2)
     with pytest.raises(ValueError, match="distinct edges cannot"):
         generators.rmat_graph(10, 1_000)
+
+
+def test_the_web_like_graph_has_web_googles_published_shape_and_crawl_locality():
+    from helpers.floors import sectors_per_edge
+    g = generators.web_graph(60_000, 350_000, seed=7, max_out_degree=300, max_in_degree=2_500)
+    assert g.num_vertices == 60_000 and g.num_edges == 350_000
+    assert g.out_degree.max() == 300 and g.in_degree.max() == 2_500 and (g.in_degree == 2_500).sum() == 1
+    assert g.dangling.sum() == round(generators.WEB_GOOGLE_DANGLING_SHARE * 60_000)
+    assert not (g.dangling & (g.in_degree == 0)).any()                 # every vertex is in some edge
+    src, dst = g.edges()
+    assert not (src == dst).any()
+    assert np.median(g.out_degree[g.out_degree > 0]) >= 2               # not a pure power law from 1
+    crawl, shuffled = sectors_per_edge(g.in_sources), sectors_per_edge(generators.rmat_graph(60_000, 350_000).in_sources)
+    assert crawl < 0.9 * shuffled                                        # ids in crawl order share cache lines
+
+
+def test_the_web_like_graph_is_seeded():
+    a, b = generators.web_graph(20_000, 100_000, seed=1), generators.web_graph(20_000, 100_000, seed=1)
+    assert np.array_equal(a.in_sources, b.in_sources)
+
+
+def test_sectors_per_edge_counts_distinct_sectors_per_warp():
+    from helpers.floors import sectors_per_edge
+    assert sectors_per_edge(np.zeros(64, dtype=np.int32)) == 1 / 32                # one sector per warp
+    assert sectors_per_edge(np.arange(64, dtype=np.int32) * 8) == 1.0             # every gather its own
+    assert sectors_per_edge(np.arange(64, dtype=np.int32)) == 4 / 32              # 8 floats per sector

@@ -1,8 +1,10 @@
 """The canonical CUDA source of every kernel the course teaches, one ``.cu`` file per kernel.
 
-Lectures show the same source inline (a test keeps them equal). ``load`` compiles a kernel with CuPy on
-the GPU at hand; ``nvrtc_compile`` compiles one for a given architecture (a T4 is compute_75) with
-NVRTC alone, no GPU and no CuPy needed: that is how CI checks that every kernel builds for a T4.
+Lectures show the same source inline (a test keeps them equal) and hand it to ``define``, which makes it
+the source in force for the session: ``load`` compiles with CuPy whatever source is in force, so an edited
+lecture cell changes every table and check that follows it. ``nvrtc_compile`` compiles a source for a
+given architecture (a T4 is compute_75) with NVRTC alone, no GPU and no CuPy needed: that is how CI
+checks that every kernel builds for a T4.
 """
 from __future__ import annotations
 
@@ -15,17 +17,70 @@ from pathlib import Path
 
 KERNEL_DIR = Path(__file__).resolve().parent
 T4_ARCH = "compute_75"
+HEADER = re.compile(r"^\s*(?://\s*nvrtc-options:.*\n\s*)?//\s*(\w+):")
+
+# Sources a lecture cell defined in this session, by kernel file name: they replace the canonical .cu files
+# for everything that loads kernels (the driver, its tables, verify), so an edited cell changes the results.
+_LIVE: dict[str, str] = {}
 
 
 def names() -> list[str]:
     return sorted(p.stem for p in KERNEL_DIR.glob("*.cu"))
 
 
-def source(name: str) -> str:
+def canonical(name: str) -> str:
+    """The source of helpers/kernels/<name>.cu, whatever this session defined."""
     path = KERNEL_DIR / f"{name}.cu"
     if not path.is_file():
         raise KeyError(f"no kernel {name!r}; the course's kernels are: {', '.join(names())}")
     return path.read_text()
+
+
+def source(name: str) -> str:
+    """The source in force for a kernel file: the one a lecture cell defined, else the canonical file."""
+    return _LIVE.get(name) or canonical(name)
+
+
+def file_name(code: str) -> str:
+    """The kernel file a source belongs to, from its first comment line ``// name: what it does``."""
+    found = HEADER.match(code)
+    if not found:
+        raise ValueError("a course kernel source starts with a comment line '// <file name>: <what it does>'")
+    return found.group(1)
+
+
+def define(code: str):
+    """Make this source the one in force for its kernel file for the rest of the session, and return its
+    kernel function (compiled at once when a GPU is there, so a compile error shows in the defining cell).
+
+    This is how a lecture's inline kernel becomes the kernel that its tables time and its checks verify:
+    edit the cell, run it again, and every later launch through ``load`` uses the edited source.
+    """
+    name = file_name(code)
+    if name not in names():
+        raise KeyError(f"{name!r} is not one of the course's kernel files: {', '.join(names())}")
+    if code.strip() == canonical(name).strip():
+        _LIVE.pop(name, None)
+    else:
+        _LIVE[name] = code
+        print(f"{name}: using this notebook's source, which differs from helpers/kernels/{name}.cu, "
+              f"for every launch in this session")
+    from ..gpu import has_gpu
+
+    return load(name) if has_gpu() else None
+
+
+def forget(name: str | None = None) -> None:
+    """Go back to the canonical source of one kernel file (or of all)."""
+    if name is None:
+        _LIVE.clear()
+    else:
+        _LIVE.pop(name, None)
+
+
+def live() -> dict[str, str]:
+    """The kernel files whose source this session replaced, with their sources."""
+    return dict(_LIVE)
 
 
 def options(code: str) -> tuple[str, ...]:
@@ -40,15 +95,25 @@ def kernel_names(code: str) -> list[str]:
 
 
 @lru_cache(maxsize=None)
-def load(name_or_code: str, function: str | None = None):
-    """Compile with CuPy and return the kernel function, by kernel name or from source code plus the
-    function's name. Cached: a launch then costs no file read and no module lookup."""
+def _module(code: str):
     from ..gpu import require_gpu
 
     cp = require_gpu()
-    code = source(name_or_code) if function is None else name_or_code
-    module = cp.RawModule(code=code, options=("-std=c++17",) + options(code))
-    return module.get_function(function or name_or_code)
+    return cp.RawModule(code=code, options=("-std=c++17",) + options(code))
+
+
+def load(name_or_code: str, function: str | None = None):
+    """The compiled kernel function: ``load(file)`` (the function named after the file), ``load(file,
+    function)`` for another function of that file, or ``load(code, function)`` from source text. A file's
+    source is the one in force (see ``define``). Compiled once per source: a launch costs no file read."""
+    if "__global__" in name_or_code:
+        code = name_or_code
+        if function is None:
+            function = kernel_names(code)[0]
+    else:
+        code = source(name_or_code)
+        function = function or name_or_code
+    return _module(code).get_function(function)
 
 
 # --- NVRTC without a GPU ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // atomicAdd. Perfect load balance; pulled must be zeroed first; rounding changes from run to run.
 extern "C" __global__ void coo_atomic(const int* sources, const int* targets, const float* contrib,
                                       float* pulled, int num_edges) {
-    int e = blockIdx.x * blockDim.x + threadIdx.x;
+    long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: edges reach 2^31 - 1
     if (e >= num_edges) return;
     atomicAdd(&pulled[targets[e]], contrib[sources[e]]);
 }

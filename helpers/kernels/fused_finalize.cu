@@ -1,9 +1,13 @@
 // fused_finalize: one block adds fused_step's per-block partials in double precision: the dangling mass of
-// the new ranks goes to scalars[0] for the next iteration, the L1 change to changes[iteration].
-// A second tiny launch instead of atomics from every block: same-address atomics serialise.
-extern "C" __global__ void fused_finalize(const float* partials, int blocks, float* scalars, float* changes,
-                                          int iteration) {
+// the new ranks goes to scalars[0] for the next iteration and the L1 change to the history. The stop test
+// runs here, on the GPU: state[0] becomes 1 once the change is below tol, 2 once max_iter iterations have
+// run (max_iter <= 0: no limit), and from then on fused_step and fused_finalize do nothing. state[1] counts
+// the iterations; changes[] keeps the last `history` L1 changes. A second tiny launch instead of atomics
+// from every block: same-address atomics serialise. Launch with one block of 1024 threads.
+extern "C" __global__ void fused_finalize(const float* partials, int blocks, float* scalars, int* state,
+                                          float* changes, int history, float tol, int max_iter) {
     __shared__ double warp_dangling[32], warp_change[32];
+    if (state[0]) return;
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     double dangling = 0.0, change = 0.0;
     for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
@@ -24,6 +28,13 @@ extern "C" __global__ void fused_finalize(const float* partials, int blocks, flo
             dangling += __shfl_down_sync(0xffffffffu, dangling, offset);
             change += __shfl_down_sync(0xffffffffu, change, offset);
         }
-        if (lane == 0) { scalars[0] = (float)dangling; changes[iteration] = (float)change; }
+        if (lane == 0) {
+            int count = state[1];
+            scalars[0] = (float)dangling;
+            changes[count % history] = (float)change;
+            state[1] = count + 1;
+            if (change < tol) state[0] = 1;
+            else if (max_iter > 0 && count + 1 >= max_iter) state[0] = 2;
+        }
     }
 }

@@ -6,7 +6,7 @@ extern "C" __global__ void pull_bin_block(const int* vertices, int count, const 
     int v = vertices[blockIdx.x];             // launched with exactly `count` blocks
     int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     float sum = 0.0f;
-    for (int k = in_offsets[v] + threadIdx.x; k < in_offsets[v + 1]; k += blockDim.x) {
+    for (long long k = in_offsets[v] + threadIdx.x; k < in_offsets[v + 1]; k += blockDim.x) {
         sum += contrib[in_sources[k]];
     }
     for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);

@@ -1,7 +1,7 @@
 // pull_contrib: one thread per vertex adds the precomputed contributions of its in-neighbours.
 extern "C" __global__ void pull_contrib(const int* in_offsets, const int* in_sources, const float* contrib,
                                         float* pulled, int n) {
-    int v = blockIdx.x * blockDim.x + threadIdx.x;
+    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads
     if (v >= n) return;
     float sum = 0.0f;
     for (int k = in_offsets[v]; k < in_offsets[v + 1]; ++k) {

@@ -2,7 +2,7 @@
 // moved are the same, only the additions are wider.
 extern "C" __global__ void pull_contrib_f64(const int* in_offsets, const int* in_sources, const float* contrib,
                                             float* pulled, int n) {
-    int v = blockIdx.x * blockDim.x + threadIdx.x;
+    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads
     if (v >= n) return;
     double sum = 0.0;
     for (int k = in_offsets[v]; k < in_offsets[v + 1]; ++k) sum += contrib[in_sources[k]];

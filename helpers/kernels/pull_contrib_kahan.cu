@@ -2,7 +2,7 @@
 // low-order bits each addition drops, so a long in-link list loses almost nothing to rounding.
 extern "C" __global__ void pull_contrib_kahan(const int* in_offsets, const int* in_sources, const float* contrib,
                                               float* pulled, int n) {
-    int v = blockIdx.x * blockDim.x + threadIdx.x;
+    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads
     if (v >= n) return;
     float sum = 0.0f, lost = 0.0f;
     for (int k = in_offsets[v]; k < in_offsets[v + 1]; ++k) {

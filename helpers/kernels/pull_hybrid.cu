@@ -2,7 +2,7 @@
 // (more than `threshold` in-links) in turn. Lanes never leave before the ballot: every shuffle is full-warp.
 extern "C" __global__ void pull_hybrid(const int* in_offsets, const int* in_sources, const float* contrib,
                                        float* pulled, int n, int threshold) {
-    int v = blockIdx.x * blockDim.x + threadIdx.x;
+    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int lane = threadIdx.x % 32;
     int begin = 0, end = 0;
     if (v < n) { begin = in_offsets[v]; end = in_offsets[v + 1]; }
@@ -18,7 +18,7 @@ extern "C" __global__ void pull_hybrid(const int* in_offsets, const int* in_sour
         int b = __shfl_sync(0xffffffffu, begin, owner);
         int e = __shfl_sync(0xffffffffu, end, owner);
         float part = 0.0f;
-        for (int k = b + lane; k < e; k += 32) part += contrib[in_sources[k]];
+        for (long long k = b + lane; k < e; k += 32) part += contrib[in_sources[k]];
         for (int offset = 16; offset > 0; offset /= 2) part += __shfl_down_sync(0xffffffffu, part, offset);
         part = __shfl_sync(0xffffffffu, part, 0);
         if (lane == owner) sum = part;

@@ -2,7 +2,7 @@
 // brings both; still one thread per vertex, dividing per edge.
 extern "C" __global__ void pull_interleaved(const int* in_offsets, const int2* in_edges, const float* rank,
                                             float* pulled, int n) {
-    int v = blockIdx.x * blockDim.x + threadIdx.x;
+    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads
     if (v >= n) return;
     float sum = 0.0f;
     for (int k = in_offsets[v]; k < in_offsets[v + 1]; ++k) {

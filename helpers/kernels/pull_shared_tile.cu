@@ -4,16 +4,16 @@
 extern "C" __global__ void pull_shared_tile(const int* in_offsets, const int* in_sources, const float* contrib,
                                             float* pulled, int n) {
     extern __shared__ float tile[];
-    int first = blockIdx.x * blockDim.x;
-    int v = first + threadIdx.x;
+    long long first = (long long)blockIdx.x * blockDim.x;
+    long long v = first + threadIdx.x;
     tile[threadIdx.x] = v < n ? contrib[v] : 0.0f;
     __syncthreads();                          // every thread of the block reaches it: no early return above
     if (v >= n) return;
     float sum = 0.0f;
     for (int k = in_offsets[v]; k < in_offsets[v + 1]; ++k) {
         int u = in_sources[k];
-        unsigned local = (unsigned)(u - first);
-        sum += local < blockDim.x ? tile[local] : contrib[u];
+        long long local = u - first;
+        sum += (local >= 0 && local < blockDim.x) ? tile[local] : contrib[u];
     }
     pulled[v] = sum;
 }

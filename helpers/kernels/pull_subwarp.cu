@@ -2,12 +2,11 @@
 // No lane leaves early: every lane of the warp takes part in every shuffle.
 extern "C" __global__ void pull_subwarp(const int* in_offsets, const int* in_sources, const float* contrib,
                                         float* pulled, int n, int width) {
-    long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    int v = (int)(thread / width);
+    long long v = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / width;
     int lane = threadIdx.x % width;
     float sum = 0.0f;
     if (v < n) {
-        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) {
+        for (long long k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) {
             sum += contrib[in_sources[k]];
         }
     }

@@ -2,7 +2,7 @@
 // pulled must be zeroed first; the order of the additions, and so the rounding, changes from run to run.
 extern "C" __global__ void push_atomic(const int* out_offsets, const int* out_targets, const float* contrib,
                                        float* pulled, int n) {
-    int u = blockIdx.x * blockDim.x + threadIdx.x;
+    long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads
     if (u >= n) return;
     float c = contrib[u];
     for (int k = out_offsets[u]; k < out_offsets[u + 1]; ++k) {

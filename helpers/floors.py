@@ -1,0 +1,124 @@
+"""What a PageRank iteration is measured against on the GPU at hand, for one graph in one vertex order.
+
+- The byte model (4E + 20N bytes): the DRAM lower bound if every byte moved exactly once.
+- The stream floor: reading every in-link's source once, in order; and the gather floor: that stream plus
+  the random read of the contribution each source points at. Every pull kernel makes exactly these reads,
+  so no whole iteration can beat the gather floor. Both are measured, never computed.
+- Sector requests per edge: how many 32-byte sectors a warp's 32 consecutive gathers touch, per edge. It
+  depends only on the vertex order, and it is what a better order lowers.
+- The regime: whether the contribution vector fits in this GPU's L2 (then L2 throughput sets the floor)
+  or not (then most gathers go to DRAM, a 32-byte sector each).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .gpu import Timing, device_facts, require_gpu, time_back_to_back
+
+SECTOR_BYTES = 32
+WARP = 32
+
+# A Tesla T4, from NVIDIA's datasheet: the GPU Colab lends. Used only for stated, model-based expectations
+# ("on a T4 this would take at least ..."), never presented as a measurement.
+T4_NAME = "Tesla T4 (datasheet: 320 GB/s GDDR6, 4 MB L2)"
+T4_DRAM_GBS = 320.0
+T4_L2_BYTES = 4 * 2**20
+
+
+def bytes_per_iteration(num_vertices: int, num_edges: int) -> int:
+    return 4 * int(num_edges) + 20 * int(num_vertices)
+
+
+def sectors_per_edge(in_sources, *, sample_warps: int = 1 << 20) -> float:
+    """Distinct 32-byte sectors of a float32 vector that each run of 32 consecutive in-links gathers from,
+    divided by 32: 1.0 when every gather needs its own sector, 1/32 when a warp's 32 gathers share one.
+    Evenly spaced warps are sampled on big graphs (the figure is an average). NumPy or CuPy input."""
+    xp = np
+    try:
+        import cupy
+
+        if isinstance(in_sources, cupy.ndarray):
+            xp = cupy
+    except ImportError:
+        pass
+    warps = in_sources.size // WARP
+    if warps == 0:
+        return float("nan")
+    pick = xp.linspace(0, warps - 1, min(warps, sample_warps)).astype(xp.int64)
+    rows = in_sources[: warps * WARP].reshape(warps, WARP)[pick] // (SECTOR_BYTES // 4)
+    rows = xp.sort(rows, axis=1)
+    distinct = 1 + (rows[:, 1:] != rows[:, :-1]).sum(axis=1)
+    return float(distinct.mean()) / WARP
+
+
+@dataclass(frozen=True)
+class Floors:
+    """The measured floors of one graph in one order on this GPU."""
+    stream: Timing           # reading in_sources once
+    gather: Timing           # ... and gathering one float per in-link
+    sectors_per_edge: float
+    model_ms: float          # the byte model at the measured copy bandwidth
+    copy_gbs: float
+    l2_bytes: int
+    vector_bytes: int
+
+    @property
+    def regime(self) -> str:
+        return regime(self.vector_bytes, self.l2_bytes)
+
+    def as_dict(self) -> dict:
+        return {"stream_ms": self.stream.median_ms, "stream_lo": self.stream.min_ms, "stream_hi": self.stream.max_ms,
+                "gather_ms": self.gather.median_ms, "gather_lo": self.gather.min_ms, "gather_hi": self.gather.max_ms,
+                "sectors_per_edge": self.sectors_per_edge, "model_ms": self.model_ms}
+
+
+def regime(vector_bytes: int, l2_bytes: int) -> str:
+    """Where the contribution vector falls against L2, in words."""
+    ratio = vector_bytes / l2_bytes
+    size = f"the contribution vector ({vector_bytes / 2**20:.1f} MiB) is {ratio:.2f}x this GPU's L2 ({l2_bytes / 2**20:.0f} MiB)"
+    if ratio <= 0.5:
+        return f"in L2: {size}; gathers are served by L2, whose throughput, not DRAM's, sets the floor"
+    if ratio <= 1.0:
+        return f"about L2-sized: {size}; part of the gathers miss L2 and go to DRAM"
+    return f"beyond L2: {size}; most gathers go to DRAM, a 32-byte sector each, unless the order keeps them close"
+
+
+def _grid(cp) -> int:
+    facts = device_facts()
+    per_sm = cp.cuda.Device().attributes["MaxThreadsPerMultiProcessor"] // 256
+    return facts.multiprocessors * max(per_sm, 1)
+
+
+def measure(dg, *, copy_gbs: float | None = None, launches: int = 10, trials: int = 7) -> Floors:
+    """Measure the stream and gather floors of a DeviceGraph (its in_sources as stored) on this GPU."""
+    from . import kernels
+    from .gpu import measure_copy_bandwidth
+
+    cp = require_gpu()
+    blocks = _grid(cp)
+    out = cp.empty(blocks * 256, dtype=cp.float32)
+    x = cp.full(dg.num_vertices, 1.0 / dg.num_vertices, dtype=cp.float32)
+    count = np.int64(dg.num_edges)
+    stream = kernels.load("gather_floor", "stream_floor")
+    gather = kernels.load("gather_floor", "gather_floor")
+    stream_t = time_back_to_back(lambda: stream((blocks,), (256,), (dg.in_sources, out, count)),
+                                 launches=launches, trials=trials)
+    gather_t = time_back_to_back(lambda: gather((blocks,), (256,), (dg.in_sources, x, out, count)),
+                                 launches=launches, trials=trials)
+    copy_gbs = copy_gbs or measure_copy_bandwidth()
+    model = bytes_per_iteration(dg.num_vertices, dg.num_edges) / (copy_gbs * 1e9) * 1e3
+    return Floors(stream_t, gather_t, sectors_per_edge(dg.in_sources), model, copy_gbs,
+                  device_facts().l2_bytes, 4 * dg.num_vertices)
+
+
+def t4_expectation(num_vertices: int, num_edges: int, sectors: float) -> dict:
+    """A model-based expectation for a T4, never a measurement: the byte model at 320 GB/s, and, when the
+    contribution vector is beyond its 4 MB L2, every gathered sector from DRAM on top of the stream."""
+    model_ms = bytes_per_iteration(num_vertices, num_edges) / (T4_DRAM_GBS * 1e9) * 1e3
+    gather_bytes = 4 * num_edges + sectors * num_edges * SECTOR_BYTES
+    beyond = 4 * num_vertices > T4_L2_BYTES
+    gather_ms = (gather_bytes if beyond else 4 * num_edges) / (T4_DRAM_GBS * 1e9) * 1e3
+    return {"gpu": T4_NAME, "vector beyond L2": beyond, "byte model ms": model_ms,
+            "gather from DRAM ms (model)": gather_ms}

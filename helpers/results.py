@@ -1,0 +1,110 @@
+"""Results tables and charts: pandas DataFrames that carry what they were measured on (GPU, graph, stop test,
+iterations) and times shown with their spread, never with a digit finer than the spread.
+
+A timing column ``x_ms`` may come with ``x_lo`` and ``x_hi`` (the fastest and slowest trial); ``show`` turns
+the three into one readable column such as ``0.056 (0.055-0.058)`` and prints the table's header first.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+HEADER_KEYS = ("gpu", "cpu", "graph", "stop", "iterations", "timing", "floor", "note")
+
+
+def decimals_for(spread: float, median: float) -> int:
+    """Decimal places that keep the last digit at the size of the spread (at least 2 significant digits)."""
+    spread = abs(float(spread))
+    if not math.isfinite(median) or median == 0:
+        return 3
+    if spread <= 0 or not math.isfinite(spread):
+        spread = abs(median) * 1e-3
+    places = -int(math.floor(math.log10(spread)))
+    places = max(places, 1 - int(math.floor(math.log10(abs(median)))))   # two significant digits at least
+    return max(places, 0)
+
+
+def with_spread(median: float, lo: float, hi: float) -> str:
+    """'median (lo-hi)' rounded to the spread."""
+    places = decimals_for(hi - lo, median)
+    return f"{median:.{places}f} ({lo:.{places}f}-{hi:.{places}f})"
+
+
+def rounded(value: float, spread: float) -> str:
+    """A derived value (a ratio, GB/s) rounded to the relative spread of the time it came from."""
+    places = decimals_for(spread, value)
+    return f"{value:,.{places}f}"
+
+
+def describe(frame) -> str:
+    """The header lines of a table: which GPU, which graph, which stop test, how timed."""
+    attrs = frame.attrs
+    return "\n".join(f"{key}: {attrs[key]}" for key in HEADER_KEYS if attrs.get(key) not in (None, ""))
+
+
+def show(frame, *, header: bool = True):
+    """Print the table's header, then return the table with each ``x_ms``/``x_lo``/``x_hi`` triple shown as
+    one column 'x ms (median, range)' and floats rounded sensibly: the thing to display in a notebook."""
+    import pandas as pd
+
+    if header and describe(frame):
+        print(describe(frame))
+    out = pd.DataFrame(index=frame.index)
+    columns = list(frame.columns)
+    for column in columns:
+        if column.endswith(("_lo", "_hi")) and column[:-3] + "_ms" in columns:
+            continue
+        values = frame[column]
+        if column.endswith("_ms") and column[:-3] + "_lo" in columns:
+            base = column[:-3]
+            out[f"{base} ms (median, range)"] = [
+                with_spread(m, lo, hi) if np.isfinite(m) else "-"
+                for m, lo, hi in zip(values, frame[base + "_lo"], frame[base + "_hi"])]
+        elif pd.api.types.is_float_dtype(values):
+            out[column] = [_plain(v) for v in values]
+        else:
+            out[column] = values
+    return out
+
+
+def _plain(value: float) -> str:
+    if value is None or not np.isfinite(value):
+        return "-"
+    magnitude = abs(value)
+    if magnitude == 0:
+        return "0"
+    if magnitude < 1e-3 or magnitude >= 1e6:
+        return f"{value:.1e}"
+    if magnitude >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def chart(frame, column: str, *, label: str | None = None, title: str | None = None, log: bool = True,
+          lines: dict | None = None, ax=None):
+    """Horizontal bars of a timing column with its range as error bars, fastest first, titled with the GPU
+    and the graph from the table's header; ``lines`` draws reference lines (e.g. a floor) by label."""
+    import matplotlib.pyplot as plt
+
+    data = frame.dropna(subset=[column + "_ms"]).sort_values(column + "_ms")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 0.32 * len(data) + 1.6))
+    median = data[column + "_ms"].to_numpy()
+    errors = None
+    if column + "_lo" in data:
+        errors = np.vstack([median - data[column + "_lo"].to_numpy(), data[column + "_hi"].to_numpy() - median])
+    names = data["variant"] if "variant" in data else data.index.astype(str)
+    ax.barh(list(names), median, xerr=errors, color="tab:blue", ecolor="black", capsize=2)
+    for (name, value), style in zip((lines or {}).items(), ("--", ":", "-.", "-")):
+        ax.axvline(value, color="tab:orange", ls=style, label=name)
+    if lines:
+        ax.legend(fontsize=7)
+    ax.invert_yaxis()
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(label or f"{column} ms (median; bars: range over trials)")
+    attrs = frame.attrs
+    ax.set_title(title or f"{attrs.get('graph', '')}\n{attrs.get('gpu', '')}", fontsize=8)
+    ax.figure.tight_layout()
+    return ax
