@@ -344,8 +344,8 @@ def rmat_device(num_vertices: int, num_edges: int, seed: int = 0, *, a: float = 
         ok = (rows < n) & (cols < n) & (rows != cols)
         keys = cp.unique(cp.concatenate([keys, rows[ok] * n + cols[ok]]))
         del rows, cols, r, ok
-    keys = cp.sort(keys[rng.permutation(keys.size)[:m]])      # exactly m, a random subset
-    source_label, target_label = rng.permutation(n), rng.permutation(n)
+    keys = cp.sort(keys[cp.argsort(rng.random(keys.size))[:m]])      # exactly m, a random subset
+    source_label, target_label = cp.argsort(rng.random(n)), cp.argsort(rng.random(n))   # random permutations
     sources, targets = source_label[keys // n], target_label[keys % n]
     del keys
     out_degree = cp.bincount(sources, minlength=n).astype(cp.int32)

@@ -28,7 +28,7 @@ def permutation(dg, how: str, seed: int = 0):
     if how == "given":
         return ids
     if how == "random":
-        return cp.random.default_rng(seed).permutation(n).astype(cp.int64)
+        return cp.argsort(cp.random.default_rng(seed).random(n)).astype(cp.int64)
     if how in ("out-degree", "in-degree", "degree groups"):
         degree = (dg.out_degree if how != "in-degree" else dg.in_degree).astype(cp.int64)
         if how == "degree groups":

@@ -26,6 +26,7 @@ BLOCK = 256
 HISTORY = 4096                      # L1 changes kept on the GPU (a ring)
 BYTES_MODEL = "4E + 20N bytes"      # the DRAM lower bound of one iteration, if every byte moved once
 INT32_MAX = 2**31 - 1
+PAD = 64                            # zero entries kept after the last in-link
 
 
 class GraphTooLargeError(MemoryError):
@@ -122,8 +123,12 @@ class DeviceGraph:
         self.in_offsets = _index_array(xp, graph.in_offsets, "in_offsets", n + 1, e)
         self.in_sources = _index_array(xp, graph.in_sources, "in_sources", e, n - 1)
         self.out_degree = _index_array(xp, graph.out_degree, "out_degree", n, INT32_MAX)
-        self.in_offsets, self.in_sources, self.out_degree = (cp.asarray(a) for a in
-                                                             (self.in_offsets, self.in_sources, self.out_degree))
+        self.in_offsets, self.out_degree = cp.asarray(self.in_offsets), cp.asarray(self.out_degree)
+        # PAD zeros after the last in-link: a kernel that reads past its row (an off-by-one bound) then reads
+        # vertex 0's contribution and gets a wrong sum that verify names, instead of a lost GPU context
+        padded = cp.zeros(e + PAD, dtype=cp.int32)
+        padded[:e] = cp.asarray(self.in_sources)
+        self.in_sources = padded[:e]
         if int(self.in_offsets[0]) != 0 or int(self.in_offsets[-1]) != e or bool((cp.diff(self.in_offsets) < 0).any()):
             raise ValueError(f"{getattr(graph, 'name', 'graph')}: in_offsets must rise from 0 to the edge count")
         total = int(self.out_degree.sum(dtype=cp.int64))
@@ -199,13 +204,13 @@ class DeviceGraph:
         self._fits(4 * self.num_vertices, "the degree bins")
         return self.bins()
 
-    def fused_plan(self, light_max: int = 32, medium_max: int = 1024, chunk: int = 16384) -> "FusedPlan":
+    def fused_plan(self, medium_max: int = 1024, chunk: int = 16384) -> "FusedPlan":
         """The fused kernel's work lists for this graph (built once per setting)."""
-        key = (light_max, medium_max, chunk)
+        key = (medium_max, chunk)
         plans = self.__dict__.setdefault("_plans", {})
         if key not in plans:
-            self._fits(4 * self.num_vertices + 16 * (self.num_edges // chunk + 1), "the fused kernel's lists")
-            plans[key] = FusedPlan.build(self, light_max, medium_max, chunk)
+            self._fits(4 * self.num_vertices // 8 + 16 * (self.num_edges // chunk + 1), "the fused kernel's lists")
+            plans[key] = FusedPlan.build(self, medium_max, chunk)
         return plans[key]
 
     @cached_property
@@ -253,37 +258,39 @@ class DeviceGraph:
         return cache[key]
 
 
+FUSED_LIGHT_MAX = 32        # fused_step's LIGHT_MAX: vertices with at most this many in-links are streamed
+
+
 @dataclass(frozen=True)
 class FusedPlan:
-    """fused_step's work: light vertices (one thread each), medium ones (one warp each), heavy tasks (one
-    block each; rows (vertex, first in-link, end, group), a split vertex's tasks sharing a group whose
-    (first task, number of tasks) is in ``groups``), and the arrival counters of the split vertices."""
-    light: object
+    """fused_step's work for one graph: light vertices (at most FUSED_LIGHT_MAX in-links) are taken by id,
+    32 per warp; medium ones are listed (one warp each); heavy ones become tasks (one block each; rows of
+    (vertex, first in-link, end, group), a split vertex's tasks sharing a group whose (first task, number
+    of tasks) is in ``groups``); plus the arrival counters of split vertices and of the blocks."""
     medium: object
     heavy: object
     groups: object
     part_sums: object
     arrivals: object
+    finished: object
     blocks: int
-    light_max: int
     medium_max: int
     chunk: int
 
     @classmethod
-    def build(cls, dg: DeviceGraph, light_max: int, medium_max: int, chunk: int) -> "FusedPlan":
+    def build(cls, dg: DeviceGraph, medium_max: int, chunk: int) -> "FusedPlan":
         cp = require_gpu()
-        if not 1 <= light_max <= medium_max or chunk < 1:
-            raise ValueError(f"need 1 <= light_max <= medium_max and chunk >= 1, got {light_max}, {medium_max}, {chunk}")
+        if medium_max < FUSED_LIGHT_MAX or chunk < 1:
+            raise ValueError(f"need medium_max >= {FUSED_LIGHT_MAX} and chunk >= 1, got {medium_max}, {chunk}")
         degree = dg.in_degree
-        light = cp.flatnonzero(degree <= light_max).astype(cp.int32)
-        medium = cp.flatnonzero((degree > light_max) & (degree <= medium_max)).astype(cp.int32)
-        heavy_vertices = cp.flatnonzero(degree > medium_max).get()
-        offsets = dg.in_offsets[cp.asarray(heavy_vertices)].get().astype(np.int64) if heavy_vertices.size else \
-            np.zeros(0, np.int64)
-        degrees = degree[cp.asarray(heavy_vertices)].get().astype(np.int64) if heavy_vertices.size else offsets
-        order = np.argsort(-degrees, kind="stable")                   # the longest work starts first
+        medium = cp.flatnonzero((degree > FUSED_LIGHT_MAX) & (degree <= medium_max)).astype(cp.int32)
+        heavy_vertices = cp.flatnonzero(degree > medium_max)
+        begins = dg.in_offsets[heavy_vertices].get().astype(np.int64)
+        counts = degree[heavy_vertices].get().astype(np.int64)
+        heavy_vertices = heavy_vertices.get()
+        order = np.argsort(-counts, kind="stable")                  # the longest work starts first
         tasks, groups = [], []
-        for v, begin, count in zip(heavy_vertices[order], offsets[order], degrees[order]):
+        for v, begin, count in zip(heavy_vertices[order], begins[order], counts[order]):
             parts = -(-int(count) // chunk)
             group = len(groups) if parts > 1 else -1
             if parts > 1:
@@ -293,16 +300,16 @@ class FusedPlan:
         heavy = cp.asarray(np.array(tasks, dtype=np.int32).reshape(-1, 4))
         groups_array = cp.asarray(np.array(groups, dtype=np.int32).reshape(-1, 2))
         warps = BLOCK // 32
-        blocks = len(tasks) + -(-int(medium.size) // warps) + -(-int(light.size) // BLOCK)
-        return cls(light, medium, heavy, groups_array, cp.zeros(max(len(tasks), 1), dtype=cp.float32),
-                   cp.zeros(max(len(groups), 1), dtype=cp.int32), max(blocks, 1), light_max, medium_max, chunk)
+        blocks = len(tasks) + -(-int(medium.size) // warps) + -(-dg.num_vertices // BLOCK)
+        return cls(medium, heavy, groups_array, cp.zeros(max(len(tasks), 1), dtype=cp.float32),
+                   cp.zeros(max(len(groups), 1), dtype=cp.int32), cp.zeros(1, dtype=cp.int32), blocks,
+                   medium_max, chunk)
 
     def counts(self) -> dict:
-        split = int(self.groups.shape[0])
-        return {"light vertices (a thread each)": int(self.light.size),
-                "medium vertices (a warp each)": int(self.medium.size),
+        return {"medium vertices (a warp each)": int(self.medium.size),
                 "heavy tasks (a block each)": int(self.heavy.shape[0]),
-                "heavy vertices split over several blocks": split}
+                "heavy vertices split over several blocks": int(self.groups.shape[0]),
+                "blocks": self.blocks}
 
 
 def _i32(value: int):
@@ -585,17 +592,17 @@ class Iteration(_Stopping):
 
 
 class FusedIteration(_Stopping):
-    """The whole iteration in two launches: fused_step (sums balanced by in-degree, update, next
-    contributions, per-block dangling mass and L1 change) and fused_finalize (one block adds the partials
-    and runs the stop test). Nothing is computed on the host, so a run of iterations can be captured as a
-    CUDA graph. Same interface as Iteration."""
+    """The whole iteration in ONE launch of fused_step: sums balanced by in-degree (light vertices read as
+    a coalesced stream), update, next contributions, and the last block to finish adds every block's share of
+    the dangling mass and L1 change and runs the stop test. Nothing is computed on the host, so a run of
+    iterations can be captured as a CUDA graph. Same interface as Iteration."""
 
     def __init__(self, dg: DeviceGraph, damping: float = DAMPING, *, tol: float = 0.0, max_iter: int = 0,
-                 light_max: int = 32, medium_max: int = 1024, chunk: int = 16384):
+                 medium_max: int = 1024, chunk: int = 16384):
         cp = require_gpu()
         self.dg, self.damping = dg, check_damping(damping)
-        self.variant = Variant("fused", "contributions", None, ("fused_step", "fused_finalize"))
-        self.plan = dg.fused_plan(light_max, medium_max, chunk)
+        self.variant = Variant("fused", "contributions", None, ("fused_step",))
+        self.plan = dg.fused_plan(medium_max, chunk)
         n = dg.num_vertices
         ensure_fits(16 * n + 8 * self.plan.blocks, f"the fused iteration's vectors for {dg.name}")
         self.ranks = [cp.full(n, 1.0 / n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)]
@@ -612,19 +619,17 @@ class FusedIteration(_Stopping):
         return self.ranks[self.count % 2]
 
     def launch_kernel(self):
-        """fused_step alone: the 'kernel' of this variant."""
+        """fused_step: the whole iteration, and this variant's only kernel."""
         dg, p, i = self.dg, self.plan, self.count % 2
         kernels.load("fused_step")((p.blocks,), (BLOCK,), (
-            dg.in_offsets, dg.in_sources, dg.out_degree, self.contribs[i], self.ranks[i], self.scalars, self.state,
-            self.ranks[1 - i], self.contribs[1 - i], self.partials, p.light, _i32(p.light.size), p.medium,
-            _i32(p.medium.size), p.heavy, _i32(p.heavy.shape[0]), p.groups, p.part_sums, p.arrivals,
-            _i32(dg.num_vertices), np.float32(self.damping)))
+            dg.in_offsets, dg.in_sources, dg.out_degree, self.contribs[i], self.ranks[i], self.ranks[1 - i],
+            self.contribs[1 - i], p.medium, _i32(p.medium.size), p.heavy, _i32(p.heavy.shape[0]), p.groups,
+            p.part_sums, p.arrivals, self.partials, p.finished, self.scalars, self.state, self.changes,
+            _i32(HISTORY), np.float32(self.tol), _i32(self.max_iter), _i32(dg.num_vertices),
+            np.float32(self.damping)))
 
     def run(self):
         self.launch_kernel()
-        kernels.load("fused_finalize")((1,), (1024,), (self.partials, _i32(self.plan.blocks), self.scalars, self.state,
-                                                       self.changes, _i32(HISTORY), np.float32(self.tol),
-                                                       _i32(self.max_iter)))
         slot = self.count % HISTORY
         self.count += 1
         return self.changes[slot]
@@ -658,11 +663,12 @@ def capture(step, iterations: int, stream):
         return stream.end_capture()
 
 
-def graph_iteration_ms(dg: DeviceGraph, iterations: int = 20, trials: int = 7):
-    """Timing (ms per iteration) of the fused iteration when ``iterations`` of them are replayed as one CUDA graph."""
+def graph_iteration_ms(dg: DeviceGraph, iterations: int = 20, trials: int = 7, **settings):
+    """Timing (ms per iteration) of the fused iteration when ``iterations`` of them are replayed as one CUDA
+    graph; ``settings`` go to FusedIteration (medium_max, chunk)."""
     cp = require_gpu()
     stream = cp.cuda.Stream(non_blocking=True)
-    graph = capture(FusedIteration(dg), iterations, stream)
+    graph = capture(FusedIteration(dg, **settings), iterations, stream)
     with stream:
         timing = time_back_to_back(lambda: graph.launch(stream), launches=1, trials=trials)
     return type(timing).of(timing.samples_ms / iterations)

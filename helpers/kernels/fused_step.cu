@@ -1,28 +1,44 @@
-// fused_step: a whole PageRank iteration in one launch, balanced by in-degree, so that no hub and no run of
-// adjacent hubs keeps one warp busy while the rest of the GPU waits. Vertices come in three lists built
-// once per graph: light ones (one thread each), medium ones (one warp each) and heavy tasks (one block
-// each, at most a fixed number of in-links per task: a vertex with more is split into several tasks, and
-// the block that arrives last adds the tasks' partial sums in task order, so the result is deterministic).
-// The grid runs the heavy tasks first, then the medium and the light vertices. Whoever completes a vertex
-// writes its new rank and next contribution; every block writes its share of the new dangling mass and of
-// the L1 change to `partials`, which fused_finalize adds. Once state[0] says the run has stopped, every
-// block returns at once: replaying extra iterations of a captured CUDA graph changes nothing.
-// Launch with 256 threads per block and heavy + ceil(medium / 8) + ceil(light / 256) blocks.
+// fused_step: a whole PageRank iteration in ONE launch, balanced by in-degree and read like a stream.
+// - Light vertices (at most 32 in-links), by id: each warp takes 32 consecutive vertices and reads their
+//   in-links together, as one coalesced stream (slot j of the warp's stream belongs to the lane owner[j]),
+//   stages the gathered contributions in shared memory, and each lane then adds its own row's values in
+//   order: the same additions, in the same order, as one thread per vertex, without its scattered loads.
+// - Medium vertices (a list): one warp each. Heavy vertices (a list of tasks): one block per task of at most
+//   a fixed number of in-links; a vertex with more is split, and the block that arrives last adds the
+//   tasks' partial sums in task order. The grid runs heavy tasks first, then medium, then light.
+// Whoever completes a vertex writes its new rank and next contribution. Each block writes its share of the
+// new dangling mass and L1 change; the LAST block to finish adds all shares in double precision, in block
+// order, keeps the dangling mass for the next iteration, records the L1 change and runs the stop test:
+// state[0] becomes 1 (change < tol) or 2 (max_iter reached; <= 0: no limit), after which every block of
+// every later launch returns at once, so replaying extra iterations of a CUDA graph changes nothing.
+// Deterministic: no float atomics. Launch with 256 threads per block.
 #define THREADS 256
 #define WARPS (THREADS / 32)
+#define LIGHT_MAX 32
+#define STAGE 128
+#define FULL 0xffffffffu
 
 __device__ __forceinline__ float warp_sum(float x) {
-    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_down_sync(0xffffffffu, x, offset);
+    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_down_sync(FULL, x, offset);
+    return x;
+}
+
+__device__ __forceinline__ double warp_sum(double x) {
+    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_down_sync(FULL, x, offset);
     return x;
 }
 
 extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sources, const int* out_degree,
-                                      const float* contrib, const float* rank, const float* scalars,
-                                      const int* state, float* new_rank, float* new_contrib, float* partials,
-                                      const int* light, int num_light, const int* medium, int num_medium,
-                                      const int4* heavy, int num_heavy, const int2* groups, float* part_sums,
-                                      int* arrivals, int n, float d) {
+                                      const float* contrib, const float* rank, float* new_rank, float* new_contrib,
+                                      const int* medium, int num_medium, const int4* heavy, int num_heavy,
+                                      const int2* groups, float* part_sums, int* arrivals, float* partials,
+                                      int* finished, float* scalars, int* state, float* changes, int history,
+                                      float tol, int max_iter, int n, float d) {
+    __shared__ float stage[WARPS][STAGE];
+    __shared__ unsigned char owner[WARPS][32 * LIGHT_MAX];
     __shared__ float shared_sum[WARPS], shared_dangling[WARPS], shared_change[WARPS];
+    __shared__ double shared_total[2][WARPS];
+    __shared__ bool last;
     if (state[0]) return;                                   // stopped: the same answer for every block
     int block = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     int medium_blocks = (num_medium + WARPS - 1) / WARPS;
@@ -63,12 +79,36 @@ extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sourc
             part = warp_sum(part);
             if (lane == 0) { v = u; sum = part; }
         }
-    } else {                                                // one thread per light vertex
-        long long i = (long long)(block - num_heavy - medium_blocks) * THREADS + threadIdx.x;
-        if (i < num_light) {
-            v = light[i];
-            #pragma unroll 4
-            for (int k = in_offsets[v]; k < in_offsets[v + 1]; ++k) sum += contrib[in_sources[k]];
+    } else {                                                // light vertices: 32 consecutive ids per warp
+        long long mine = ((long long)(block - num_heavy - medium_blocks) * WARPS + warp) * 32 + lane;
+        int begin = 0, length = 0;
+        if (mine < n) {
+            begin = in_offsets[mine];
+            int degree = in_offsets[mine + 1] - begin;
+            if (degree <= LIGHT_MAX) { length = degree; v = (int)mine; }    // heavier ones have their own
+        }
+        int start = length;                                 // prefix sum of the row lengths across the warp
+        for (int offset = 1; offset < 32; offset *= 2) {
+            int below = __shfl_up_sync(FULL, start, offset);
+            if (lane >= offset) start += below;
+        }
+        int total = __shfl_sync(FULL, start, 31);
+        start -= length;
+        for (int s = 0; s < length; ++s) owner[warp][start + s] = (unsigned char)lane;
+        __syncwarp();
+        for (int chunk = 0; chunk < total; chunk += STAGE) {
+            #pragma unroll
+            for (int u = 0; u < STAGE / 32; ++u) {          // four independent gathers in flight per lane
+                int j = chunk + u * 32 + lane;
+                int row = owner[warp][j < total ? j : 0];
+                int row_begin = __shfl_sync(FULL, begin, row);
+                int row_start = __shfl_sync(FULL, start, row);
+                stage[warp][u * 32 + lane] = j < total ? contrib[in_sources[row_begin + (j - row_start)]] : 0.0f;
+            }
+            __syncwarp();
+            int lo = max(start, chunk), hi = min(start + length, chunk + STAGE);
+            for (int s = lo; s < hi; ++s) sum += stage[warp][s - chunk];
+            __syncwarp();
         }
     }
     float dangling = 0.0f, change = 0.0f;
@@ -84,9 +124,35 @@ extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sourc
     change = warp_sum(change);
     if (lane == 0) { shared_dangling[warp] = dangling; shared_change[warp] = change; }
     __syncthreads();
-    if (warp == 0) {
-        dangling = warp_sum(lane < WARPS ? shared_dangling[lane] : 0.0f);
-        change = warp_sum(lane < WARPS ? shared_change[lane] : 0.0f);
-        if (lane == 0) { partials[2 * block] = dangling; partials[2 * block + 1] = change; }
+    if (threadIdx.x == 0) {
+        float block_dangling = 0.0f, block_change = 0.0f;
+        for (int w = 0; w < WARPS; ++w) { block_dangling += shared_dangling[w]; block_change += shared_change[w]; }
+        partials[2 * block] = block_dangling;
+        partials[2 * block + 1] = block_change;
+        __threadfence();                                    // the shares are visible before this block arrives
+        last = atomicAdd(finished, 1) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (!last) return;                                      // block-uniform
+    __threadfence();
+    double total_dangling = 0.0, total_change = 0.0;        // the last block adds every block's shares
+    for (int b = threadIdx.x; b < gridDim.x; b += THREADS) {
+        total_dangling += ((volatile float*)partials)[2 * b];
+        total_change += ((volatile float*)partials)[2 * b + 1];
+    }
+    total_dangling = warp_sum(total_dangling);
+    total_change = warp_sum(total_change);
+    if (lane == 0) { shared_total[0][warp] = total_dangling; shared_total[1][warp] = total_change; }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        total_dangling = 0.0; total_change = 0.0;
+        for (int w = 0; w < WARPS; ++w) { total_dangling += shared_total[0][w]; total_change += shared_total[1][w]; }
+        int count = state[1];
+        scalars[0] = (float)total_dangling;
+        changes[count % history] = (float)total_change;
+        state[1] = count + 1;
+        if (total_change < tol) state[0] = 1;
+        else if (max_iter > 0 && count + 1 >= max_iter) state[0] = 2;
+        *finished = 0;                                      // ready for the next iteration
     }
 }
