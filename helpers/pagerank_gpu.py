@@ -273,7 +273,7 @@ class FusedPlan:
     part_sums: object
     arrivals: object
     finished: object
-    blocks: int
+    items: int
     medium_max: int
     chunk: int
 
@@ -300,16 +300,28 @@ class FusedPlan:
         heavy = cp.asarray(np.array(tasks, dtype=np.int32).reshape(-1, 4))
         groups_array = cp.asarray(np.array(groups, dtype=np.int32).reshape(-1, 2))
         warps = BLOCK // 32
-        blocks = len(tasks) + -(-int(medium.size) // warps) + -(-dg.num_vertices // BLOCK)
+        items = len(tasks) + -(-int(medium.size) // warps) + -(-dg.num_vertices // BLOCK)
         return cls(medium, heavy, groups_array, cp.zeros(max(len(tasks), 1), dtype=cp.float32),
-                   cp.zeros(max(len(groups), 1), dtype=cp.int32), cp.zeros(1, dtype=cp.int32), blocks,
+                   cp.zeros(max(len(groups), 1), dtype=cp.int32), cp.zeros(1, dtype=cp.int32), items,
                    medium_max, chunk)
 
     def counts(self) -> dict:
         return {"medium vertices (a warp each)": int(self.medium.size),
                 "heavy tasks (a block each)": int(self.heavy.shape[0]),
                 "heavy vertices split over several blocks": int(self.groups.shape[0]),
-                "blocks": self.blocks}
+                "work items": self.items}
+
+
+def resident_blocks(kernel, threads: int = BLOCK) -> int:
+    """How many blocks of ``threads`` threads of this kernel the whole GPU holds at once (one wave)."""
+    cp = require_gpu()
+    from .gpu import device_facts
+
+    try:
+        per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.ptr, threads, 0)
+    except Exception:             # an older CuPy without the occupancy query: assume full thread occupancy
+        per_sm = cp.cuda.Device().attributes["MaxThreadsPerMultiProcessor"] // threads
+    return device_facts().multiprocessors * max(int(per_sm), 1)
 
 
 def _i32(value: int):
@@ -604,11 +616,12 @@ class FusedIteration(_Stopping):
         self.variant = Variant("fused", "contributions", None, ("fused_step",))
         self.plan = dg.fused_plan(medium_max, chunk)
         n = dg.num_vertices
-        ensure_fits(16 * n + 8 * self.plan.blocks, f"the fused iteration's vectors for {dg.name}")
+        self.blocks = min(self.plan.items, resident_blocks(kernels.load("fused_step")))
+        ensure_fits(16 * n + 8 * self.blocks, f"the fused iteration's vectors for {dg.name}")
         self.ranks = [cp.full(n, 1.0 / n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)]
         self.contribs = [cp.empty(n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)]
         kernels.load("contributions")(_blocks(n), (BLOCK,), (self.ranks[0], dg.out_degree, self.contribs[0], _i32(n)))
-        self.partials = cp.zeros(2 * self.plan.blocks, dtype=cp.float32)
+        self.partials = cp.zeros(2 * self.blocks, dtype=cp.float32)
         self.scalars = (dg.dangling.sum() / n).astype(cp.float32).reshape(1)   # dangling mass of the start
         self._init_stopping(tol, max_iter)
         self.count = 0
@@ -621,7 +634,7 @@ class FusedIteration(_Stopping):
     def launch_kernel(self):
         """fused_step: the whole iteration, and this variant's only kernel."""
         dg, p, i = self.dg, self.plan, self.count % 2
-        kernels.load("fused_step")((p.blocks,), (BLOCK,), (
+        kernels.load("fused_step")((self.blocks,), (BLOCK,), (
             dg.in_offsets, dg.in_sources, dg.out_degree, self.contribs[i], self.ranks[i], self.ranks[1 - i],
             self.contribs[1 - i], p.medium, _i32(p.medium.size), p.heavy, _i32(p.heavy.shape[0]), p.groups,
             p.part_sums, p.arrivals, self.partials, p.finished, self.scalars, self.state, self.changes,

@@ -8,6 +8,7 @@ import pytest
 
 from helpers import course, generators, kernels
 from helpers.pagerank_gpu import VARIANTS     # imports no CuPy
+from helpers.graph import from_edges
 from helpers.reference import pagerank, verify_fixed_point
 
 COMPILED = []   # read by conftest's terminal summary, so that the CI log names every kernel compiled
@@ -91,16 +92,18 @@ def test_every_variant_passes_verify_on_fresh_adversarial_graphs(name):
 
 
 @pytest.mark.gpu
-def test_verify_fails_a_kernel_with_an_off_by_one_row_bound_and_one_dividing_by_zero():
+def test_verify_fails_kernels_with_typical_wrong_edits():
     from helpers.pagerank_gpu import VerificationError, verify
-    wrong = {"pull_contrib": ("k < in_offsets[v + 1]", "k <= in_offsets[v + 1]"),
-             "contributions": ("degree > 0 ? rank[u] / degree : 0.0f", "rank[u] / degree")}
+    wrong = [("pull_contrib", "pull_contrib", "k < in_offsets[v + 1]", "k <= in_offsets[v + 1]"),
+             ("pull_warp", "pull_warp", "offset = 16", "offset = 8"),
+             ("contributions", "pull_contrib", "rank[u] / degree", "rank[u]"),
+             ("fused_step", "fused", "dangling += degree == 0 ? r : 0.0f;", "")]
     try:
-        for name, (good, bad) in wrong.items():
+        for name, variant, good, bad in wrong:
             assert good in kernels.canonical(name)
             kernels.define(kernels.canonical(name).replace(good, bad))
             with pytest.raises(VerificationError):
-                verify("pull_contrib", seed=3, quiet=True)
+                verify(variant, seed=3, quiet=True)
             kernels.forget()
     finally:
         kernels.forget()
@@ -258,10 +261,11 @@ def test_a_graph_beyond_the_memory_limit_is_refused_up_front_not_midway():
     try:
         free = gpu.free_bytes()
         for share, fits in ((0.5, True), (0.95, False)):
-            n = 1
-            while device_bytes(2 * n, 12 * n) < share * free:
-                n *= 2
-            graph = generators.random_graph(n, avg_degree=6, seed=0, duplicates=0, self_loops=0)
+            n = 1024
+            while device_bytes(n, 6 * n) < share * free:
+                n = int(n * 1.1)
+            sources = np.repeat(np.arange(n), 6)                     # exactly 6 out-links each
+            graph = from_edges(sources, (sources + np.tile(np.arange(1, 7), n)) % n, n, name=f"{share} of free")
             if fits:
                 assert pagerank_gpu(graph, "fused").ranks.size == n     # runs, no out-of-memory midway
             else:

@@ -1,20 +1,18 @@
-// fused_step: a whole PageRank iteration in ONE launch, balanced by in-degree and read like a stream.
-// - Light vertices (at most 32 in-links), by id: each warp takes 32 consecutive vertices and reads their
-//   in-links together, as one coalesced stream (slot j of the warp's stream belongs to the lane owner[j]),
-//   stages the gathered contributions in shared memory, and each lane then adds its own row's values in
-//   order: the same additions, in the same order, as one thread per vertex, without its scattered loads.
-// - Medium vertices (a list): one warp each. Heavy vertices (a list of tasks): one block per task of at most
-//   a fixed number of in-links; a vertex with more is split, and the block that arrives last adds the
-//   tasks' partial sums in task order. The grid runs heavy tasks first, then medium, then light.
-// Whoever completes a vertex writes its new rank and next contribution. Each block writes its share of the
-// new dangling mass and L1 change; the LAST block to finish adds all shares in double precision, in block
-// order, keeps the dangling mass for the next iteration, records the L1 change and runs the stop test:
-// state[0] becomes 1 (change < tol) or 2 (max_iter reached; <= 0: no limit), after which every block of
-// every later launch returns at once, so replaying extra iterations of a CUDA graph changes nothing.
+// fused_step: a whole PageRank iteration in ONE launch, balanced by in-degree. The work comes in items:
+// heavy tasks (a block each: at most a fixed number of in-links of one heavy vertex; a vertex with more is
+// split, and the block that adds the last part sums the parts in task order), medium vertices (a warp
+// each, 8 to an item) and light vertices (at most 32 in-links, taken by id, 256 to an item). A grid of
+// about one wave of blocks walks the items (heavy first): few blocks, so few shares to add at the end.
+// Whoever completes a vertex writes its new rank and next contribution, and adds to its block's share of
+// the new dangling mass and L1 change; the LAST block to finish adds all shares in double precision, in
+// block order, keeps the dangling mass for the next iteration, records the change and runs the stop test:
+// state[0] becomes 1 (change < tol) or 2 (max_iter reached; <= 0: no limit), after which every block of a
+// later launch returns at once, so replaying extra iterations of a CUDA graph changes nothing.
 // Deterministic: no float atomics. Launch with 256 threads per block.
 #define THREADS 256
 #define WARPS (THREADS / 32)
 #define LIGHT_MAX 32
+#define LIGHT_STREAM 1
 #define STAGE 128
 #define FULL 0xffffffffu
 
@@ -40,85 +38,98 @@ extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sourc
     __shared__ double shared_total[2][WARPS];
     __shared__ bool last;
     if (state[0]) return;                                   // stopped: the same answer for every block
-    int block = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    int medium_blocks = (num_medium + WARPS - 1) / WARPS;
-    int v = -1;                                             // the vertex this thread completes, if any
-    float sum = 0.0f;
-    if (block < num_heavy) {                                // block-uniform: one heavy task
-        int4 task = heavy[block];                           // vertex, first in-link, end, split group or -1
-        float part = 0.0f;
-        #pragma unroll 4
-        for (long long k = task.y + threadIdx.x; k < task.z; k += THREADS) part += contrib[in_sources[k]];
-        part = warp_sum(part);
-        if (lane == 0) shared_sum[warp] = part;
-        __syncthreads();
-        if (warp == 0) {
-            part = warp_sum(lane < WARPS ? shared_sum[lane] : 0.0f);
-            if (lane == 0 && task.w < 0) {
-                v = task.x;
-                sum = part;
-            } else if (lane == 0) {                         // one part of a split vertex
-                int2 group = groups[task.w];                // its first task, its number of tasks
-                part_sums[block] = part;
-                __threadfence();                            // the part is visible before this block arrives
-                if (atomicAdd(&arrivals[task.w], 1) == group.y - 1) {      // the last part to arrive
-                    __threadfence();
-                    for (int p = 0; p < group.y; ++p) sum += ((volatile float*)part_sums)[group.x + p];
-                    arrivals[task.w] = 0;                   // ready for the next iteration
-                    v = task.x;
-                }
-            }
-        }
-    } else if (block < num_heavy + medium_blocks) {         // one warp per medium vertex
-        int i = (block - num_heavy) * WARPS + warp;
-        if (i < num_medium) {                               // warp-uniform
-            int u = medium[i];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    int medium_items = (num_medium + WARPS - 1) / WARPS;
+    int items = num_heavy + medium_items + (n + THREADS - 1) / THREADS;
+    float base = (d * scalars[0] + (1.0f - d)) / n;
+    float dangling = 0.0f, change = 0.0f;                   // this thread's share, over all its items
+    for (int item = blockIdx.x; item < items; item += gridDim.x) {   // block-uniform
+        int v = -1;                                         // the vertex this thread completes, if any
+        float sum = 0.0f;
+        if (item < num_heavy) {                             // one heavy task, the whole block
+            int4 task = heavy[item];                        // vertex, first in-link, end, split group or -1
             float part = 0.0f;
             #pragma unroll 4
-            for (long long k = in_offsets[u] + lane; k < in_offsets[u + 1]; k += 32) part += contrib[in_sources[k]];
+            for (long long k = task.y + threadIdx.x; k < task.z; k += THREADS) part += contrib[in_sources[k]];
             part = warp_sum(part);
-            if (lane == 0) { v = u; sum = part; }
-        }
-    } else {                                                // light vertices: 32 consecutive ids per warp
-        long long mine = ((long long)(block - num_heavy - medium_blocks) * WARPS + warp) * 32 + lane;
-        int begin = 0, length = 0;
-        if (mine < n) {
-            begin = in_offsets[mine];
-            int degree = in_offsets[mine + 1] - begin;
-            if (degree <= LIGHT_MAX) { length = degree; v = (int)mine; }    // heavier ones have their own
-        }
-        int start = length;                                 // prefix sum of the row lengths across the warp
-        for (int offset = 1; offset < 32; offset *= 2) {
-            int below = __shfl_up_sync(FULL, start, offset);
-            if (lane >= offset) start += below;
-        }
-        int total = __shfl_sync(FULL, start, 31);
-        start -= length;
-        for (int s = 0; s < length; ++s) owner[warp][start + s] = (unsigned char)lane;
-        __syncwarp();
-        for (int chunk = 0; chunk < total; chunk += STAGE) {
-            #pragma unroll
-            for (int u = 0; u < STAGE / 32; ++u) {          // four independent gathers in flight per lane
-                int j = chunk + u * 32 + lane;
-                int row = owner[warp][j < total ? j : 0];
-                int row_begin = __shfl_sync(FULL, begin, row);
-                int row_start = __shfl_sync(FULL, start, row);
-                stage[warp][u * 32 + lane] = j < total ? contrib[in_sources[row_begin + (j - row_start)]] : 0.0f;
+            if (lane == 0) shared_sum[warp] = part;
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                part = 0.0f;
+                for (int w = 0; w < WARPS; ++w) part += shared_sum[w];
+                if (task.w < 0) {
+                    v = task.x;
+                    sum = part;
+                } else {                                    // one part of a split vertex
+                    int2 group = groups[task.w];            // its first task, its number of tasks
+                    part_sums[item] = part;
+                    __threadfence();                        // the part is visible before this block arrives
+                    if (atomicAdd(&arrivals[task.w], 1) == group.y - 1) {   // the last part to arrive
+                        __threadfence();
+                        for (int p = 0; p < group.y; ++p) sum += ((volatile float*)part_sums)[group.x + p];
+                        arrivals[task.w] = 0;               // ready for the next iteration
+                        v = task.x;
+                    }
+                }
             }
+            __syncthreads();                                // shared_sum is free for the next item
+        } else if (item < num_heavy + medium_items) {       // one warp per medium vertex
+            int i = (item - num_heavy) * WARPS + warp;
+            if (i < num_medium) {                           // warp-uniform
+                int u = medium[i];
+                float part = 0.0f;
+                #pragma unroll 4
+                for (long long k = in_offsets[u] + lane; k < in_offsets[u + 1]; k += 32) part += contrib[in_sources[k]];
+                part = warp_sum(part);
+                if (lane == 0) { v = u; sum = part; }
+            }
+        } else {                                            // light vertices: 32 consecutive ids per warp
+            long long mine = ((long long)(item - num_heavy - medium_items) * WARPS + warp) * 32 + lane;
+            int begin = 0, length = 0;
+            if (mine < n) {
+                begin = in_offsets[mine];
+                int degree = in_offsets[mine + 1] - begin;
+                if (degree <= LIGHT_MAX) { length = degree; v = (int)mine; }    // heavier ones have their own
+            }
+#if LIGHT_STREAM
+            // the warp reads its 32 rows as one coalesced stream: slot j belongs to lane owner[j]; the values
+            // are staged in shared memory and each lane adds its own row's slots, in order
+            int start = length;                             // prefix sum of the row lengths across the warp
+            for (int offset = 1; offset < 32; offset *= 2) {
+                int below = __shfl_up_sync(FULL, start, offset);
+                if (lane >= offset) start += below;
+            }
+            int total = __shfl_sync(FULL, start, 31);
+            start -= length;
+            for (int s = 0; s < length; ++s) owner[warp][start + s] = (unsigned char)lane;
             __syncwarp();
-            int lo = max(start, chunk), hi = min(start + length, chunk + STAGE);
-            for (int s = lo; s < hi; ++s) sum += stage[warp][s - chunk];
-            __syncwarp();
+            for (int chunk = 0; chunk < total; chunk += STAGE) {
+                #pragma unroll
+                for (int u = 0; u < STAGE / 32; ++u) {      // four independent gathers in flight per lane
+                    int j = chunk + u * 32 + lane;
+                    int row = owner[warp][j < total ? j : 0];
+                    int row_begin = __shfl_sync(FULL, begin, row);
+                    int row_start = __shfl_sync(FULL, start, row);
+                    stage[warp][u * 32 + lane] = j < total ? contrib[in_sources[row_begin + (j - row_start)]] : 0.0f;
+                }
+                __syncwarp();
+                int lo = max(start, chunk), hi = min(start + length, chunk + STAGE);
+                for (int s = lo; s < hi; ++s) sum += stage[warp][s - chunk];
+                __syncwarp();
+            }
+#else
+            #pragma unroll 4
+            for (int k = begin; k < begin + length; ++k) sum += contrib[in_sources[k]];
+#endif
         }
-    }
-    float dangling = 0.0f, change = 0.0f;
-    if (v >= 0) {
-        float r = d * sum + (d * scalars[0] + (1.0f - d)) / n;
-        int degree = out_degree[v];
-        new_rank[v] = r;
-        new_contrib[v] = degree > 0 ? r / degree : 0.0f;
-        dangling = degree == 0 ? r : 0.0f;
-        change = fabsf(r - rank[v]);
+        if (v >= 0) {
+            float r = d * sum + base;
+            int degree = out_degree[v];
+            new_rank[v] = r;
+            new_contrib[v] = degree > 0 ? r / degree : 0.0f;
+            dangling += degree == 0 ? r : 0.0f;
+            change += fabsf(r - rank[v]);
+        }
     }
     dangling = warp_sum(dangling);                          // every thread of the block reaches this
     change = warp_sum(change);
@@ -127,8 +138,8 @@ extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sourc
     if (threadIdx.x == 0) {
         float block_dangling = 0.0f, block_change = 0.0f;
         for (int w = 0; w < WARPS; ++w) { block_dangling += shared_dangling[w]; block_change += shared_change[w]; }
-        partials[2 * block] = block_dangling;
-        partials[2 * block + 1] = block_change;
+        partials[2 * blockIdx.x] = block_dangling;
+        partials[2 * blockIdx.x + 1] = block_change;
         __threadfence();                                    // the shares are visible before this block arrives
         last = atomicAdd(finished, 1) == gridDim.x - 1;
     }
@@ -145,7 +156,8 @@ extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sourc
     if (lane == 0) { shared_total[0][warp] = total_dangling; shared_total[1][warp] = total_change; }
     __syncthreads();
     if (threadIdx.x == 0) {
-        total_dangling = 0.0; total_change = 0.0;
+        total_dangling = 0.0;
+        total_change = 0.0;
         for (int w = 0; w < WARPS; ++w) { total_dangling += shared_total[0][w]; total_change += shared_total[1][w]; }
         int count = state[1];
         scalars[0] = (float)total_dangling;
