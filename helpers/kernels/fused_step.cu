@@ -1,7 +1,7 @@
 // fused_step: a whole PageRank iteration in ONE launch, balanced by in-degree. The work comes in items:
 // heavy tasks (a block each: at most a fixed number of in-links of one heavy vertex; a vertex with more is
 // split, and the block that adds the last part sums the parts in task order), medium vertices (a warp
-// each, 8 to an item) and light vertices (at most 32 in-links, taken by id, 256 to an item). A grid of
+// each, 8 to an item) and light vertices (at most 32 in-links, taken by id, a thread each, 256 to an item). A grid of
 // about one wave of blocks walks the items (heavy first): few blocks, so few shares to add at the end.
 // Whoever completes a vertex writes its new rank and next contribution, and adds to its block's share of
 // the new dangling mass and L1 change; the LAST block to finish adds all shares in double precision, in
@@ -12,8 +12,6 @@
 #define THREADS 256
 #define WARPS (THREADS / 32)
 #define LIGHT_MAX 32
-#define LIGHT_STREAM 1
-#define STAGE 128
 #define FULL 0xffffffffu
 
 __device__ __forceinline__ float warp_sum(float x) {
@@ -32,8 +30,6 @@ extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sourc
                                       const int2* groups, float* part_sums, int* arrivals, float* partials,
                                       int* finished, float* scalars, int* state, float* changes, int history,
                                       float tol, int max_iter, int n, float d) {
-    __shared__ float stage[WARPS][STAGE];
-    __shared__ unsigned char owner[WARPS][32 * LIGHT_MAX];
     __shared__ float shared_sum[WARPS], shared_dangling[WARPS], shared_change[WARPS];
     __shared__ double shared_total[2][WARPS];
     __shared__ bool last;
@@ -91,36 +87,8 @@ extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sourc
                 int degree = in_offsets[mine + 1] - begin;
                 if (degree <= LIGHT_MAX) { length = degree; v = (int)mine; }    // heavier ones have their own
             }
-#if LIGHT_STREAM
-            // the warp reads its 32 rows as one coalesced stream: slot j belongs to lane owner[j]; the values
-            // are staged in shared memory and each lane adds its own row's slots, in order
-            int start = length;                             // prefix sum of the row lengths across the warp
-            for (int offset = 1; offset < 32; offset *= 2) {
-                int below = __shfl_up_sync(FULL, start, offset);
-                if (lane >= offset) start += below;
-            }
-            int total = __shfl_sync(FULL, start, 31);
-            start -= length;
-            for (int s = 0; s < length; ++s) owner[warp][start + s] = (unsigned char)lane;
-            __syncwarp();
-            for (int chunk = 0; chunk < total; chunk += STAGE) {
-                #pragma unroll
-                for (int u = 0; u < STAGE / 32; ++u) {      // four independent gathers in flight per lane
-                    int j = chunk + u * 32 + lane;
-                    int row = owner[warp][j < total ? j : 0];
-                    int row_begin = __shfl_sync(FULL, begin, row);
-                    int row_start = __shfl_sync(FULL, start, row);
-                    stage[warp][u * 32 + lane] = j < total ? contrib[in_sources[row_begin + (j - row_start)]] : 0.0f;
-                }
-                __syncwarp();
-                int lo = max(start, chunk), hi = min(start + length, chunk + STAGE);
-                for (int s = lo; s < hi; ++s) sum += stage[warp][s - chunk];
-                __syncwarp();
-            }
-#else
             #pragma unroll 4
             for (int k = begin; k < begin + length; ++k) sum += contrib[in_sources[k]];
-#endif
         }
         if (v >= 0) {
             float r = d * sum + base;
