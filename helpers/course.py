@@ -320,7 +320,7 @@ def _execute_command(parser, args) -> int:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)          # options before or after the notebooks
     if args.command != "execute" and (args.notebooks or args.exercises or args.cpu_only or args.in_place
                                       or args.out != DEFAULT_OUT):
         parser.error(f"{args.command} takes no notebooks and no execute options")

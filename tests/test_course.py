@@ -134,7 +134,7 @@ def test_execute_writes_to_a_folder_and_leaves_the_notebooks_as_they_are(tmp_pat
     second = notebook(tmp_path / "nb" / "second.ipynb", "print(6 * 7)")
     gpu_only = notebook(tmp_path / "nb" / "gpu.ipynb", "raise SystemExit('must not run')", needs_gpu=True)
     before = {p: p.read_bytes() for p in (first, second, gpu_only)}
-    result = run_course("execute", first, second, gpu_only, "--cpu-only", cwd=tmp_path)
+    result = run_course("execute", "--cpu-only", first, second, gpu_only, cwd=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     out = tmp_path / "executed-notebooks"
     assert f"executed copies go to {out}" in result.stdout
