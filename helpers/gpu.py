@@ -14,6 +14,11 @@ NO_GPU_ADVICE = ("On Colab: Runtime > Change runtime type > T4 GPU, then run the
                  "Elsewhere: a CUDA GPU with its driver and CuPy (pip install 'pagerank-gpu-course[gpu]').")
 
 
+def _no_gpu(detail: str) -> str:
+    """Why there is no GPU, what to do first and the technical detail last (a student reads the first line)."""
+    return f"none. {NO_GPU_ADVICE} (Detail: {detail})"
+
+
 class NoGPUError(RuntimeError):
     """Raised where a CUDA GPU is needed and there is none (or CuPy cannot reach it)."""
 
@@ -30,13 +35,13 @@ def gpu_status() -> GpuStatus:
     try:
         import cupy
     except ImportError:
-        return GpuStatus(False, "none: CuPy is not installed, so every GPU lecture is skipped. " + NO_GPU_ADVICE)
+        return GpuStatus(False, _no_gpu("CuPy is not installed, so every GPU lecture is skipped."))
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as error:  # no driver, no device, or a broken installation
-        return GpuStatus(False, f"none: CuPy cannot reach a CUDA device ({error}). " + NO_GPU_ADVICE)
+        return GpuStatus(False, _no_gpu(f"CuPy cannot reach a CUDA device: {error}"))
     if count == 0:
-        return GpuStatus(False, "none: no CUDA device is visible. " + NO_GPU_ADVICE)
+        return GpuStatus(False, _no_gpu("no CUDA device is visible."))
     props = cupy.cuda.runtime.getDeviceProperties(0)
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     return GpuStatus(True, f"{name} (compute capability {props['major']}.{props['minor']})")
