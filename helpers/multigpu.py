@@ -55,22 +55,23 @@ class MissingDaskError(ImportError):
     """Dask (or, for the GPU back end, dask-cuda) is not installed."""
 
 
-def _distributed():
+def _require(module: str, why: str):
+    """Import an optional dependency, or say why it is needed and how to install it."""
+    import importlib
+
     try:
-        import distributed
+        return importlib.import_module(module)
     except ImportError as error:
-        raise MissingDaskError(f"multi-worker PageRank runs on Dask, and dask.distributed cannot be imported "
-                               f"({error}). Install the course's extra: {INSTALL_HINT}") from None
-    return distributed
+        raise MissingDaskError(f"{why}, and {module} cannot be imported ({error}). "
+                               f"Install the course's extra: {INSTALL_HINT}") from None
+
+
+def _distributed():
+    return _require("distributed", "multi-worker PageRank runs on Dask")
 
 
 def _dask_cuda():
-    try:
-        import dask_cuda
-    except ImportError as error:
-        raise MissingDaskError(f"the GPU back end starts one Dask worker per GPU with dask-cuda, which cannot be "
-                               f"imported ({error}). Install the course's extra: {INSTALL_HINT}") from None
-    return dask_cuda
+    return _require("dask_cuda", "the GPU back end starts one Dask worker per GPU with dask-cuda")
 
 
 # --- the partition ----------------------------------------------------------------------------------
@@ -800,7 +801,8 @@ def float64_residual(graph, ranks, damping: float = DAMPING) -> float:
 
 # --- the command line ---------------------------------------------------------------------------------
 
-def _versions() -> list[str]:
+def versions() -> list[str]:
+    """What the multi-GPU run depends on, and whether NCCL loads here."""
     lines = []
     for module in ("dask", "distributed", "dask_cuda", "cupy"):
         try:
@@ -846,7 +848,7 @@ def bench(argv=None) -> int:
     def say(message):
         print(f"[{time.perf_counter() - clock:7.1f} s] {message}", flush=True)
 
-    header = course_bench.header() + _versions()
+    header = course_bench.header() + versions()
     print("\n".join(header), flush=True)
     cp = require_gpu()
     gpus = cp.cuda.runtime.getDeviceCount()
@@ -921,7 +923,7 @@ def main(argv=None) -> int:
     if argv[:1] == ["bench"]:
         return bench(argv[1:])
     if argv[:1] == ["check"]:
-        print("\n".join(_versions()))
+        print("\n".join(versions()))
         return 0
     print("usage: python -m helpers.multigpu {bench,check} [options]   (bench -h for the options)", file=sys.stderr)
     return 2

@@ -435,3 +435,38 @@ def test_float64_residual_on_the_gpu_equals_the_cpu_one():
     on_gpu = _Arrays(num_vertices=graph.num_vertices, in_offsets=cp.asarray(graph.in_offsets),
                      in_sources=cp.asarray(graph.in_sources), out_degree=cp.asarray(graph.out_degree))
     assert mg.float64_residual(on_gpu, ranks) == pytest.approx(mg.float64_residual(graph, ranks), rel=1e-9)
+
+
+# --- the lecture and the rest of the course ---------------------------------------------------------
+
+LECTURE = course.NOTEBOOKS / "50_beyond_one_gpu.ipynb"
+
+
+def test_the_lecture_is_a_valid_gpu_notebook_whose_code_cells_all_parse():
+    nbformat = pytest.importorskip("nbformat")
+    notebook = nbformat.read(LECTURE, as_version=4)
+    nbformat.validate(notebook)
+    meta = notebook.metadata
+    assert meta["course"]["needs_gpu"] is True and meta["accelerator"] == "GPU"
+    assert meta["colab"] == {"gpuType": "T4", "provenance": []}
+    assert notebook.cells[0].cell_type == "markdown"
+    assert notebook.cells[0].source.startswith("# 50 · Beyond one GPU: ")
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code[0].source == course.setup_cell_source()
+    for i, cell in enumerate(code):
+        source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        compile(source, f"{LECTURE.name}, code cell {i}", "exec")
+    last = notebook.cells[-1]
+    assert last.cell_type == "markdown" and last.source.startswith("## Try this")
+    assert 2 <= sum(line[:3] in {f"{k}. " for k in range(1, 10)} for line in last.source.splitlines()) <= 4
+
+
+def test_nothing_but_the_multigpu_helper_and_its_lecture_imports_dask():
+    import re
+
+    pattern = re.compile(r"^\s*(import|from)\s+(dask|distributed|dask_cuda)\b", re.MULTILINE)
+    allowed = {course.ROOT / "helpers" / "multigpu.py", LECTURE}
+    sources = [*course.ROOT.joinpath("helpers").rglob("*.py"), *course.NOTEBOOKS.rglob("*.ipynb")]
+    offenders = [p.relative_to(course.ROOT).as_posix() for p in sources
+                 if p not in allowed and pattern.search(p.read_text().replace("\\n", "\n"))]
+    assert offenders == []
