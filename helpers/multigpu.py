@@ -362,9 +362,11 @@ class _Part:
                 self.x[a:b] = values
 
     def release(self):
-        if self.backend == "gpu":
-            del self.x, self.in_sources, self.in_offsets
-            self.xp.get_default_memory_pool().free_all_blocks()
+        """Drop every array; on the GPU hand the memory back to the device (CuPy keeps freed blocks)."""
+        xp, backend = self.xp, self.backend
+        self.__dict__.clear()
+        if backend == "gpu":
+            xp.get_default_memory_pool().free_all_blocks()
 
 
 def _worker_key(session):
@@ -792,6 +794,8 @@ def float64_residual(graph, ranks, damping: float = DAMPING) -> float:
     r = xp.asarray(ranks, dtype=xp.float64)
     degree = xp.asarray(graph.out_degree)
     sources, offsets = xp.asarray(graph.in_sources), xp.asarray(graph.in_offsets)
+    if sources.size <= INT32_MAX:          # cuSPARSE and SciPy index with int32 up to 2**31 - 1 entries
+        sources, offsets = sources.astype(xp.int32, copy=False), offsets.astype(xp.int32, copy=False)
     contributions = r / xp.maximum(degree, 1) * (degree > 0)
     matrix = sparse.csr_matrix((xp.ones(sources.size, dtype=xp.float64), sources, offsets), shape=(n, n))
     dangling_mass = float((r * (degree == 0)).sum())
