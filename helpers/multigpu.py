@@ -660,8 +660,8 @@ def pagerank_multi(graph, workers: int | None = None, *, backend: str = "auto", 
     if variant not in PULL_VARIANTS:
         raise ValueError(f"variant {variant!r} cannot run on a partition; these can: {', '.join(PULL_VARIANTS)}")
     hg = host_graph(graph)
-    _distributed()
     backend = _resolve_backend(backend)
+    _distributed()
     dtype = np.dtype(dtype or (np.float32 if backend == "gpu" else np.float64))
     if dtype not in (np.float32, np.float64) or (backend == "gpu" and dtype != np.float32):
         raise ValueError(f"dtype {dtype} is not offered: the GPU back end runs the course's float32 kernels, "
