@@ -218,11 +218,16 @@ def cached_info(name_or_dataset="web-Google") -> dict | None:
 
 
 def standin(name_or_dataset="web-Google", seed: int = 0) -> Graph:
-    """The generated R-MAT graph with the dataset's vertex count and listed edge count, named as a stand-in."""
-    from .generators import rmat_graph
+    """A generated graph of the dataset's size, named as a stand-in. For web-Google it is the web-like
+    generator (web-Google's published vertex and edge counts, degree maxima and dangling share, ids in
+    crawl order); for the others an R-MAT graph with the dataset's vertex count and listed edge count."""
+    from .generators import rmat_graph, web_graph
 
     ds = dataset(name_or_dataset)
     edges = ds.listed_edges if ds.directed else 2 * ds.listed_edges
+    if ds.name == "web-Google":
+        return web_graph(ds.vertices, edges, seed=seed,
+                         name=f"stand-in for web-Google (generated web-like graph, {ds.vertices:,} vertices, {edges:,} edges)")
     return rmat_graph(ds.vertices, edges, seed=seed,
                       name=f"stand-in for {ds.name} (generated R-MAT, {ds.vertices:,} vertices, {edges:,} edges)")
 
