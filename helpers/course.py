@@ -99,15 +99,28 @@ def setup_cell_source(repository: str = REPOSITORY, branch: str = BRANCH) -> str
         raw_url=repr(RAW_URL))
 
 
+def data_dir_label() -> str:
+    """The data directory as a reader may see it: where it is relative to the course, never a machine path."""
+    path = data_dir()
+    if os.environ.get(DATA_DIR_VARIABLE):
+        return f"${DATA_DIR_VARIABLE}"
+    try:
+        return f"{path.relative_to(ROOT).as_posix()}/ in the course folder"
+    except ValueError:
+        return f"~/{path.relative_to(Path.home()).as_posix()}" if path.is_relative_to(Path.home()) else path.name
+
+
 def report() -> None:
-    """Print where this lecture runs: Python, Colab or not, the GPU (or plainly that there is none), data."""
+    """Print where this lecture runs: Python, Colab or not, the CPU (model, cores), the GPU (or plainly that
+    there is none), and the data directory (named, never as this machine's absolute path)."""
     from . import gpu
+    from .baselines import cpu_description
 
     status = gpu.gpu_status()
-    where = "Google Colab" if in_colab() else platform.node() or "this machine"
-    print(f"Python {platform.python_version()} on {where}")
+    print(f"Python {platform.python_version()}{' on Google Colab' if in_colab() else ''}")
+    print(f"CPU: {cpu_description()}")
     print(f"GPU: {status.description}")
-    print(f"data directory: {data_dir()}")
+    print(f"data directory: {data_dir_label()}")
 
 
 # --- keeping README and notebooks in step with REPOSITORY ------------------------------------------

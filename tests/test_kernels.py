@@ -197,14 +197,14 @@ def test_personalised_pagerank_on_the_gpu_matches_the_reference():
 
 
 @pytest.mark.gpu
-def test_seed_000s_warp_kernel_is_caught():
+def test_the_six_versions_reports_warp_kernel_is_caught():
     import cupy as cp
     from helpers.pagerank_gpu import BLOCK, DeviceGraph
     graph = generators.adversarial_graph(20_001, seed=13, hub_in_links=12_000)
     dg = DeviceGraph(graph)
     x = cp.asarray(np.random.default_rng(0).random(graph.num_vertices).astype(np.float32))
     y = cp.full(graph.num_vertices, cp.nan, dtype=cp.float32)
-    kernels.load("pull_hybrid_seed000")(((graph.num_vertices + BLOCK - 1) // BLOCK,), (BLOCK,),
+    kernels.load("pull_hybrid_six_versions")(((graph.num_vertices + BLOCK - 1) // BLOCK,), (BLOCK,),
                                          (dg.in_offsets, dg.in_sources, x, y, np.int32(graph.num_vertices)))
     expected = graph.in_matrix @ x.get().astype(np.float64)
     got = y.get()
