@@ -122,3 +122,28 @@ def t4_expectation(num_vertices: int, num_edges: int, sectors: float) -> dict:
     gather_ms = (gather_bytes if beyond else 4 * num_edges) / (T4_DRAM_GBS * 1e9) * 1e3
     return {"gpu": T4_NAME, "vector beyond L2": beyond, "byte model ms": model_ms,
             "gather from DRAM ms (model)": gather_ms}
+
+
+def compute_roof(rounds: int = 4096, trials: int = 7) -> Timing:
+    """The float32 compute roof of this GPU, measured (GFLOP/s as median and range over trials): fma_roof's
+    independent fused multiply-adds on every resident thread. Returned as a Timing of GFLOP/s values."""
+    from . import kernels
+
+    cp = require_gpu()
+    blocks = 4 * _grid(cp)
+    out = cp.empty(blocks * 256, dtype=cp.float32)
+    kernel = kernels.load("fma_roof")
+    launch = lambda: kernel((blocks,), (256,), (out, np.int32(rounds), np.float32(0.999), np.float32(0.001)))  # noqa: E731
+    timing = time_back_to_back(launch, launches=3, trials=trials)
+    flops = 16.0 * rounds * blocks * 256
+    rates = flops / (timing.samples_ms * 1e-3) / 1e9
+    return Timing.of(rates)
+
+
+FLOPS_PER_EDGE = 1          # one float32 addition per in-link
+FLOPS_PER_VERTEX = 6        # d * sum, + base, the division for the contribution, |new - old|, two reduction adds
+
+
+def flops_per_iteration(num_vertices: int, num_edges: int) -> int:
+    """The floating-point operations of one fused iteration, counted from the kernel (not a model's guess)."""
+    return FLOPS_PER_EDGE * int(num_edges) + FLOPS_PER_VERTEX * int(num_vertices)
