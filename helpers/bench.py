@@ -114,7 +114,7 @@ def main(argv=None) -> int:
     if args.vertices:
         from .generators import rmat_graph
 
-        graph = rmat_graph(args.vertices, args.edges, seed=0)
+        graph = rmat_graph(args.vertices, args.edges, seed=0, progress=True)
     else:
         graph = datasets.load_or_standin("web-Google")
     print(f"graph: {graph}", flush=True)

@@ -134,15 +134,17 @@ def _rmat_ids(rng, count: int, scale: int, a: float, b: float, c: float) -> tupl
 
 def rmat_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOGLE_EDGES, seed: int = 0,
                *, dangling_share: float = WEB_GOOGLE_DANGLING_SHARE, a: float = 0.5, b: float = 0.2,
-               c: float = 0.2, name: str | None = None) -> Graph:
+               c: float = 0.2, name: str | None = None, progress: bool = False) -> Graph:
     """Power-law R-MAT (Kronecker) graph with exactly ``num_edges`` distinct edges and no isolated vertex.
 
     Each edge picks one quadrant of the adjacency matrix per level with probabilities a, b, c, 1-a-b-c.
     A share ``dangling_share`` of the vertices never links out; every other vertex links out at least
     once and every dangling vertex is linked to at least once, so that, as in a crawled edge list, every
     vertex occurs in some edge. Sources and targets are relabelled by two independent random
-    permutations, so in-hubs and out-hubs are different pages, as on the web.
+    permutations, so in-hubs and out-hubs are different pages, as on the web. ``progress`` shows a text bar.
     """
+    from .progress import bar
+
     if min(a, b, c, 1.0 - a - b - c) < 0:
         raise ValueError(f"R-MAT probabilities must be non-negative and sum to at most 1: {a}, {b}, {c}")
     n = int(num_vertices)
@@ -166,11 +168,15 @@ def rmat_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOO
         rng.integers(0, linking, dangling_vertices.size) * n + target_of[dangling_vertices],  # one in-link each
     ]))
     extra = np.empty(0, dtype=np.int64)
-    while base.size + extra.size < num_edges:
-        rows, cols = _rmat_ids(rng, int((num_edges - base.size - extra.size) * 1.2) + 1024, scale, a, b, c)
-        ok = (rows < linking) & (cols < n)
-        extra = sorted_unique(np.concatenate([extra, rows[ok] * n + cols[ok]]))
-        extra = extra[~np.isin(extra, base, assume_unique=True, kind="sort")]
+    with bar(num_edges, "generating an R-MAT graph", unit="edge", enabled=progress) as edges:
+        edges.update(base.size)
+        while base.size + extra.size < num_edges:
+            rows, cols = _rmat_ids(rng, int((num_edges - base.size - extra.size) * 1.2) + 1024, scale, a, b, c)
+            ok = (rows < linking) & (cols < n)
+            before = extra.size
+            extra = sorted_unique(np.concatenate([extra, rows[ok] * n + cols[ok]]))
+            extra = extra[~np.isin(extra, base, assume_unique=True, kind="sort")]
+            edges.update(min(extra.size, num_edges - base.size) - min(before, num_edges - base.size))
     extra = rng.choice(extra, size=num_edges - base.size, replace=False)
     keys = np.concatenate([base, extra])
     return from_edges(source_label[keys // n], target_label[keys % n], n,
@@ -208,7 +214,7 @@ def _power_law_degrees(rng, count: int, total: int, cap: int, shift: float = 4.0
 def web_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOGLE_EDGES, seed: int = 0, *,
               max_out_degree: int = WEB_GOOGLE_MAX_OUT_DEGREE, max_in_degree: int = WEB_GOOGLE_MAX_IN_DEGREE,
               dangling_share: float = WEB_GOOGLE_DANGLING_SHARE, local_share: float = 0.75,
-              name: str | None = None) -> Graph:
+              name: str | None = None, progress: bool = False) -> Graph:
     """A web-like graph with web-Google's published shape by default: exactly ``num_edges`` distinct edges,
     no self-loop, no isolated vertex, a share ``dangling_share`` of vertices without out-links, out-degrees
     from a power law capped at ``max_out_degree`` (reached), in-degrees heavy-tailed with the maximum
@@ -216,7 +222,11 @@ def web_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOG
     and a share ``local_share`` of links stays inside the source's site (to its first page, or to a page
     near the source), the rest going to popular pages anywhere. That locality, not any typed number, is what
     makes this stand-in behave like a crawl for caches; lecture 30 prints its statistics beside the real ones.
+    ``progress`` shows a text bar over the five steps (seconds each at web-Google's size).
     """
+    from .progress import bar
+
+    steps = bar(5, "generating a web-like graph", unit="step", enabled=progress)
     rng = np.random.default_rng(seed)
     n, m = int(num_vertices), int(num_edges)
     dangling_count = int(round(dangling_share * n))
@@ -235,6 +245,7 @@ def web_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOG
     sources_of = np.flatnonzero(is_linking)
     out_degree = np.zeros(n, dtype=np.int64)
     out_degree[sources_of] = _power_law_degrees(rng, linking, m, max_out_degree)
+    steps.update(1)
     popularity = np.minimum(rng.pareto(1.1, n) + 1.0, 400.0)          # heavy-tailed, capped: no second hub
     cumulative = np.cumsum(popularity / popularity.sum())
 
@@ -268,6 +279,18 @@ def web_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOG
         if over.size:
             rank_in_row = np.arange(keys.size) - np.repeat(np.concatenate([[0], np.cumsum(counts)[:-1]]), counts)
             keys = keys[rank_in_row < wanted[keys // n]]
+        # no page but the hub may reach the hub's in-degree: keep a random max_in_degree - 1 of the in-links
+        # of a page that has more, and send no more links there (what is missing is drawn again)
+        in_degree = np.bincount(keys % n, minlength=n)
+        full = np.flatnonzero(in_degree >= max_in_degree - 1)
+        if full.size:
+            by_target = keys[np.argsort(keys % n * (keys.size + 1) + rng.permutation(keys.size), kind="stable")]
+            counts_in = np.bincount(by_target % n, minlength=n)
+            rank_in_column = np.arange(keys.size) - np.repeat(np.concatenate([[0], np.cumsum(counts_in)[:-1]]), counts_in)
+            keys = np.sort(by_target[rank_in_column < max_in_degree - 1])
+            popularity[full] = 0.0
+            cumulative = np.cumsum(popularity / popularity.sum())
+    steps.update(1)
     # every dangling vertex is linked to at least once: it must appear in the edge list
     in_degree = np.bincount(keys % n, minlength=n)
     lonely = np.flatnonzero((in_degree == 0) & ~is_linking & (np.arange(n) != hub))
@@ -279,6 +302,7 @@ def web_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOG
     # back to exactly m edges: drop links that are neither a source's last link, nor a target's last
     # in-link, nor a link into the hub, nor from the vertex with the largest out-degree; at most one per
     # source and per target at a time, so that no vertex loses its last link
+    steps.update(1)
     widest = int(np.argmax(out_degree))
     while (surplus := keys.size - m) > 0:
         out_now, in_now = np.bincount(keys // n, minlength=n), np.bincount(keys % n, minlength=n)
@@ -292,7 +316,10 @@ def web_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOG
         keys = np.delete(keys, candidates[:surplus])
     if keys.size < m:
         raise RuntimeError("the web-like generator fell short of the edge count; try another seed")
+    steps.update(1)
     graph = from_edges(keys // n, keys % n, n, name=name or f"web-like graph (n={n:,}, m={m:,}, seed={seed})")
+    steps.update(1)
+    steps.close()
     in_degree = graph.in_degree
     problems = [what for what, bad in (
         ("edge count", graph.num_edges != m),
