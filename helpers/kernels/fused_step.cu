@@ -8,9 +8,7 @@
 // block order, keeps the dangling mass for the next iteration, records the change and runs the stop test:
 // state[0] becomes 1 (change < tol) or 2 (max_iter reached; <= 0: no limit), after which every block of a
 // later launch returns at once, so replaying extra iterations of a CUDA graph changes nothing.
-// What each iteration reads or writes once (the in-links, offsets, out-degrees, old and new ranks) goes
-// through streaming loads and stores (__ldcs, __stcs: evict first), so that it does not push out of L2 the
-// contributions that the gathers reuse. Deterministic: no float atomics. Launch with 256 threads per block.
+// Deterministic: no float atomics. Launch with 256 threads per block.
 #define THREADS 256
 #define WARPS (THREADS / 32)
 #define LIGHT_MAX 32
@@ -48,7 +46,7 @@ extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sourc
             int4 task = heavy[item];                        // vertex, first in-link, end, split group or -1
             float part = 0.0f;
             #pragma unroll 4
-            for (long long k = task.y + threadIdx.x; k < task.z; k += THREADS) part += contrib[__ldcs(&in_sources[k])];
+            for (long long k = task.y + threadIdx.x; k < task.z; k += THREADS) part += contrib[in_sources[k]];
             part = warp_sum(part);
             if (lane == 0) shared_sum[warp] = part;
             __syncthreads();
@@ -77,7 +75,7 @@ extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sourc
                 int u = medium[i];
                 float part = 0.0f;
                 #pragma unroll 4
-                for (long long k = in_offsets[u] + lane; k < in_offsets[u + 1]; k += 32) part += contrib[__ldcs(&in_sources[k])];
+                for (long long k = in_offsets[u] + lane; k < in_offsets[u + 1]; k += 32) part += contrib[in_sources[k]];
                 part = warp_sum(part);
                 if (lane == 0) { v = u; sum = part; }
             }
@@ -85,20 +83,20 @@ extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sourc
             long long mine = ((long long)(item - num_heavy - medium_items) * WARPS + warp) * 32 + lane;
             int begin = 0, length = 0;
             if (mine < n) {
-                begin = __ldcs(&in_offsets[mine]);
-                int degree = __ldcs(&in_offsets[mine + 1]) - begin;
+                begin = in_offsets[mine];
+                int degree = in_offsets[mine + 1] - begin;
                 if (degree <= LIGHT_MAX) { length = degree; v = (int)mine; }    // heavier ones have their own
             }
             #pragma unroll 4
-            for (int k = begin; k < begin + length; ++k) sum += contrib[__ldcs(&in_sources[k])];
+            for (int k = begin; k < begin + length; ++k) sum += contrib[in_sources[k]];
         }
         if (v >= 0) {
             float r = d * sum + base;
-            int degree = __ldcs(&out_degree[v]);
-            __stcs(&new_rank[v], r);
+            int degree = out_degree[v];
+            new_rank[v] = r;
             new_contrib[v] = degree > 0 ? r / degree : 0.0f;
             dangling += degree == 0 ? r : 0.0f;
-            change += fabsf(r - __ldcs(&rank[v]));
+            change += fabsf(r - rank[v]);
         }
     }
     dangling = warp_sum(dangling);                          // every thread of the block reaches this

@@ -3,15 +3,13 @@
 // gather_floor also fetches the contribution each source points at (the random reads every pull kernel
 // makes, one 32-byte sector each unless neighbours share it) and adds them up. Nothing else: no offsets, no
 // per-vertex work; each thread writes one float so that nothing is optimised away. A kernel that does a
-// whole iteration can approach gather_floor's time, not beat it. The stream is read with streaming loads
-// (__ldcs: evict first), as the fused kernel reads it, so that it leaves L2 to the gathered vector.
-// Grid-stride loops; 64-bit indices.
+// whole iteration can approach gather_floor's time, not beat it. Grid-stride loops; 64-bit indices.
 extern "C" __global__ void stream_floor(const int* sources, float* out, long long count) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     long long stride = (long long)gridDim.x * blockDim.x;
     int sum = 0;
     #pragma unroll 4
-    for (long long k = i; k < count; k += stride) sum += __ldcs(&sources[k]);
+    for (long long k = i; k < count; k += stride) sum += sources[k];
     out[i] = (float)sum;
 }
 
@@ -20,6 +18,6 @@ extern "C" __global__ void gather_floor(const int* sources, const float* x, floa
     long long stride = (long long)gridDim.x * blockDim.x;
     float sum = 0.0f;
     #pragma unroll 4
-    for (long long k = i; k < count; k += stride) sum += x[__ldcs(&sources[k])];
+    for (long long k = i; k < count; k += stride) sum += x[sources[k]];
     out[i] = sum;
 }
