@@ -1,0 +1,799 @@
+"""Reading a student's CUDA source for warp-synchronous hazards that give the right numbers today and are
+undefined behaviour since Volta's independent thread scheduling (they can break on another GPU, driver
+or compiler): a shuffle whose mask leaves out lanes that reach it, a shuffle after some lanes returned or
+inside code that only some lanes run, ``__activemask()`` used as a mask, and the steps of a shared-memory
+reduction with no ``__syncwarp()``/``__syncthreads()`` between them.
+
+Comments are removed first, then each function body is parsed into statements, and a small data-flow
+pass tells warp-uniform values (blockIdx, parameters, ``(... + threadIdx.x) / 32``, loads at uniform
+indices) from values that differ between the lanes of a warp (``threadIdx.x % 32``, anything derived).
+Blind spots: conditions the pass cannot see through (helper functions are taken at their arguments'
+word), a race within one step of a shared-memory reduction, loops that run the same number of times in
+every lane although their counter differs between lanes.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+U, L, V = 0, 1, 2       # warp-uniform, lane-linear (uniform + threadIdx.x), varying between lanes
+
+COLLECTIVES = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync", "__syncwarp",
+               "__ballot_sync", "__all_sync", "__any_sync", "__match_any_sync", "__match_all_sync"}
+SYNCS = {"__syncthreads", "__syncwarp", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"}
+UNIFORM_CALLS = {"__ballot_sync", "__all_sync", "__any_sync"}
+VARYING_CALLS = {"__activemask", "clock", "clock64", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
+                 "__shfl_xor_sync", "__match_any_sync", "atomicAdd", "atomicSub", "atomicMax", "atomicMin",
+                 "atomicExch", "atomicCAS", "atomicInc", "atomicDec", "atomicAnd", "atomicOr", "atomicXor"}
+TYPE_WORDS = {"const", "volatile", "unsigned", "signed", "int", "long", "short", "float", "double", "char", "bool",
+              "auto", "size_t", "static", "register", "__shared__", "extern", "uint32_t", "int32_t", "int64_t",
+              "uint64_t", "float2", "float4", "int2", "int4", "half", "__half", "__restrict__", "constexpr"}
+
+ACTIVEMASK = ("__activemask() used as a mask: it reports which lanes happen to run together at that moment, "
+              "not which lanes must take part, so after any divergence lanes that reach the shuffle a moment "
+              "later are left out and what is read from them is undefined; use 0xffffffff with every lane "
+              "reaching the shuffle (or a mask from __ballot_sync taken before the branch)")
+PARTIAL = ("the mask {mask} leaves out lanes that reach this {call} too: a lane outside the mask that executes "
+           "it, or whose value is read, is undefined behaviour")
+AFTER_RETURN = ("a {call} after some lanes of the warp may have returned (line {line}): lanes that returned do "
+                "not take part, yet the mask names them, and the values read from them are undefined; let every "
+                "lane reach the {call} (guard the work, not the shuffle)")
+DIVERGENT = ("a {call} inside code that only some lanes of the warp run (the condition on line {line} differs "
+             "between lanes): the mask names lanes that never arrive; move the {call} out of the branch or loop "
+             "so that every lane executes it")
+NO_SYNC = ("steps of a shared-memory reduction with no __syncwarp() or __syncthreads() between them (also on "
+           "line {line}): since Volta the lanes of a warp are not in lockstep, so a lane can read a partial sum "
+           "before another lane has written it (volatile does not order them)")
+UB = (" — undefined behaviour since Volta's independent thread scheduling: it usually gives the right numbers "
+      "on today's GPUs, and can break on another GPU, driver or compiler")
+
+
+@dataclass(frozen=True)
+class Hazard:
+    line: int          # line in the student's source
+    text: str          # that line
+    cause: str         # what is wrong and why it matters
+
+
+# --- tokens ----------------------------------------------------------------------------------------
+
+def strip_comments(code: str) -> str:
+    """The source with every comment replaced by spaces (newlines kept), so offsets and lines still match;
+    string and character literals are left alone."""
+    out, i, n = list(code), 0, len(code)
+    while i < n:
+        c = code[i]
+        if c in "\"'":
+            j = i + 1
+            while j < n and code[j] != c and code[j] != "\n":
+                j += 2 if code[j] == "\\" else 1
+            i = j + 1
+        elif code.startswith("//", i):
+            j = code.find("\n", i)
+            j = n if j < 0 else j
+            out[i:j] = " " * (j - i)
+            i = j
+        elif code.startswith("/*", i):
+            j = code.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out[i:j] = [ch if ch == "\n" else " " for ch in code[i:j]]
+            i = j
+        else:
+            i += 1
+    return "".join(out)
+
+
+_TOKEN = re.compile(r"""(?P<num>0[xX][0-9a-fA-F]+[uUlL]*|\d+\.?\d*(?:[eE][-+]?\d+)?[fFuUlL]*|\.\d+(?:[eE][-+]?\d+)?[fF]?)
+    |(?P<id>[A-Za-z_]\w*)|(?P<str>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
+    |(?P<op><<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||\+=|-=|\*=|/=|%=|&=|\|=|\^=|::|[-+*/%&|^~!<>=?:;,.()\[\]{}#])
+    |(?P<space>\s+)|(?P<other>.)""", re.VERBOSE)
+
+
+@dataclass(frozen=True)
+class Tok:
+    text: str
+    line: int
+    kind: str
+
+
+def tokens(code: str) -> tuple[list[Tok], dict[str, list[Tok]]]:
+    """Tokens of the comment-free source, with object-like #define macros expanded; returns (tokens, macros)."""
+    macros: dict[str, list[Tok]] = {}
+    kept, line = [], 1
+    for number, text in enumerate(code.split("\n"), start=1):
+        directive = re.match(r"\s*#\s*(\w+)(.*)", text)
+        if directive:
+            body = re.match(r"\s*(\w+)(\s.*)?$", directive.group(2)) if directive.group(1) == "define" else None
+            if body and not directive.group(2).lstrip().startswith(body.group(1) + "("):
+                macros[body.group(1)] = _scan(body.group(2) or "", number)
+            kept.append("")
+        else:
+            kept.append(text)
+    found = _scan("\n".join(kept), line)
+    expanded = []
+    for tok in found:
+        if tok.kind == "id" and tok.text in macros:
+            expanded += [Tok(t.text, tok.line, t.kind) for t in macros[tok.text]]
+        else:
+            expanded.append(tok)
+    return expanded, macros
+
+
+def _scan(text: str, line: int) -> list[Tok]:
+    found = []
+    for match in _TOKEN.finditer(text):
+        kind = match.lastgroup
+        if kind != "space":
+            found.append(Tok(match.group(), line, kind))
+        line += match.group().count("\n")
+    return found
+
+
+# --- statements ------------------------------------------------------------------------------------
+
+@dataclass
+class Node:
+    kind: str                  # block, if, loop, return, jump, simple
+    line: int
+    toks: list                 # the condition (if/loop), or the statement's tokens
+    body: list                 # children: block items; [then, else]; [loop body]
+    init: list | None = None   # a for loop's init and step tokens
+    step: list | None = None
+
+
+def _match(toks: list[Tok], i: int) -> int:
+    """Index of the bracket closing the one at i."""
+    pairs = {"(": ")", "[": "]", "{": "}"}
+    opening, closing, depth = toks[i].text, pairs[toks[i].text], 0
+    for j in range(i, len(toks)):
+        if toks[j].text == opening:
+            depth += 1
+        elif toks[j].text == closing:
+            depth -= 1
+            if depth == 0:
+                return j
+    raise ValueError(f"line {toks[i].line}: unbalanced {opening}")
+
+
+def _until_semicolon(toks: list[Tok], i: int) -> int:
+    while i < len(toks) and toks[i].text != ";":
+        i = _match(toks, i) + 1 if toks[i].text in "([{" else i + 1
+    return i
+
+
+def _split(toks: list[Tok], separator: str) -> list[list[Tok]]:
+    parts, current, i = [], [], 0
+    while i < len(toks):
+        if toks[i].text in "([{":
+            j = _match(toks, i)
+            current += toks[i:j + 1]
+            i = j + 1
+            continue
+        if toks[i].text == separator:
+            parts.append(current)
+            current = []
+        else:
+            current.append(toks[i])
+        i += 1
+    return parts + [current]
+
+
+def parse_statement(toks: list[Tok], i: int) -> tuple[Node, int]:
+    t = toks[i]
+    if t.text == "{":
+        end = _match(toks, i)
+        items, j = [], i + 1
+        while j < end:
+            node, j = parse_statement(toks, j)
+            items.append(node)
+        return Node("block", t.line, [], items), end + 1
+    if t.text in ("if", "while", "switch") and toks[i + 1].text == "(":
+        close = _match(toks, i + 1)
+        then, j = parse_statement(toks, close + 1)
+        other = None
+        if t.text == "if" and j < len(toks) and toks[j].text == "else":
+            other, j = parse_statement(toks, j + 1)
+        kind = "loop" if t.text == "while" else "if"
+        return Node(kind, t.line, toks[i + 2:close], [then] if kind == "loop" else [then, other]), j
+    if t.text == "for" and toks[i + 1].text == "(":
+        close = _match(toks, i + 1)
+        parts = _split(toks[i + 2:close], ";") + [[], []]
+        body, j = parse_statement(toks, close + 1)
+        return Node("loop", t.line, parts[1], [body], parts[0], parts[2]), j
+    if t.text == "do":
+        body, j = parse_statement(toks, i + 1)
+        close = _match(toks, j + 1)                       # while ( ... )
+        return Node("loop", t.line, toks[j + 2:close], [body]), close + 2
+    if t.text in ("case", "default"):
+        j = i
+        while toks[j].text != ":":
+            j += 1
+        return Node("simple", t.line, [], []), j + 1
+    end = _until_semicolon(toks, i)
+    kind = {"return": "return", "break": "jump", "continue": "jump"}.get(t.text, "simple")
+    return Node(kind, t.line, toks[i:end], []), end + 1
+
+
+@dataclass
+class Function:
+    name: str
+    params: list[str]
+    body: Node
+    kernel: bool
+
+
+def functions(code: str) -> tuple[list[Function], dict[str, list[Tok]]]:
+    """Every __global__ and __device__ function of the source, parsed."""
+    toks, macros = tokens(strip_comments(code))
+    found, i = [], 0
+    while i < len(toks):
+        if toks[i].text in ("__global__", "__device__"):
+            j = i
+            while j < len(toks) and toks[j].text not in ("(", ";", "=", "{"):
+                j += 1
+            if j < len(toks) and toks[j].text == "(" and toks[j - 1].kind == "id":
+                close = _match(toks, j)
+                k = close + 1
+                while k < len(toks) and toks[k].text not in ("{", ";"):
+                    k += 1
+                if k < len(toks) and toks[k].text == "{":
+                    params = [p[-1].text for p in _split(toks[j + 1:close], ",") if p and p[-1].kind == "id"]
+                    body, end = parse_statement(toks, k)
+                    found.append(Function(toks[j - 1].text, params, body, toks[i].text == "__global__"))
+                    i = end
+                    continue
+            i = j + 1
+            continue
+        i += 1
+    return found, macros
+
+
+# --- expressions -----------------------------------------------------------------------------------
+
+_BINARY = {"*": 13, "/": 13, "%": 13, "+": 12, "-": 12, "<<": 11, ">>": 11, "<": 10, "<=": 10, ">": 10, ">=": 10,
+           "==": 9, "!=": 9, "&": 8, "^": 7, "|": 6, "&&": 5, "||": 4}
+_ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
+
+
+class _Parser:
+    """Pratt parser for C expressions, to tuples: (num, text), (id, name), (member, base, name),
+    (call, name, args), (index, base, index), (unary, op, x), (bin, op, a, b), (cond, c, a, b),
+    (assign, op, target, value), (cast, x)."""
+
+    def __init__(self, toks: list[Tok]):
+        self.toks, self.i = toks, 0
+
+    def peek(self) -> str:
+        return self.toks[self.i].text if self.i < len(self.toks) else ""
+
+    def take(self) -> Tok:
+        self.i += 1
+        return self.toks[self.i - 1]
+
+    def expression(self, floor: int = 0):
+        left = self.unary()
+        while True:
+            op = self.peek()
+            if op in _ASSIGN and floor <= 2:
+                self.take()
+                left = ("assign", op, left, self.expression(2))
+            elif op == "?" and floor <= 3:
+                self.take()
+                a = self.expression(0)
+                if self.peek() == ":":
+                    self.take()
+                left = ("cond", left, a, self.expression(3))
+            elif op in _BINARY and _BINARY[op] >= max(floor, 1):
+                self.take()
+                left = ("bin", op, left, self.expression(_BINARY[op] + 1))
+            elif op == "," and floor == 0:
+                self.take()
+                left = ("bin", ",", left, self.expression(1))
+            else:
+                return left
+
+    def unary(self):
+        t = self.peek()
+        if t in ("-", "+", "!", "~", "*", "&", "++", "--"):
+            self.take()
+            return ("unary", t, self.unary())
+        if t == "sizeof":
+            self.take()
+            if self.peek() == "(":
+                self.i = _match(self.toks, self.i) + 1
+            else:
+                self.unary()
+            return ("num", "0")
+        if t == "(":
+            close = _match(self.toks, self.i)
+            inside = [tok.text for tok in self.toks[self.i + 1:close]]
+            if inside and all(w in TYPE_WORDS or w == "*" for w in inside):     # a cast
+                self.i = close + 1
+                return ("cast", self.unary())
+        return self.postfix(self.primary())
+
+    def primary(self):
+        if self.i >= len(self.toks):
+            return ("num", "0")
+        t = self.take()
+        if t.text == "(":
+            inner = self.expression(0)
+            if self.peek() == ")":
+                self.take()
+            return inner
+        if t.kind == "num":
+            return ("num", t.text)
+        if t.kind == "id":
+            name = t.text
+            while self.peek() == "::" and self.i + 1 < len(self.toks):
+                self.take()
+                name += "::" + self.take().text
+            if self.peek() == "<" and name in ("static_cast", "reinterpret_cast", "const_cast"):
+                while self.peek() and self.take().text != ">":
+                    pass
+            return ("id", name)
+        return ("num", "0")     # string literals and anything unexpected
+
+    def postfix(self, node):
+        while True:
+            t = self.peek()
+            if t == "(":
+                close = _match(self.toks, self.i)
+                args = [_Parser(part).expression() for part in _split(self.toks[self.i + 1:close], ",") if part]
+                self.i = close + 1
+                node = ("call", node[1] if node[0] == "id" else "?", args) if node[0] in ("id", "member") \
+                    else ("call", "?", args)
+                if node[1] in ("static_cast", "reinterpret_cast", "const_cast") and args:
+                    node = ("cast", args[0])
+            elif t == "[":
+                close = _match(self.toks, self.i)
+                node = ("index", node, _Parser(self.toks[self.i + 1:close]).expression())
+                self.i = close + 1
+            elif t in (".", "->"):
+                self.take()
+                node = ("member", node, self.take().text if self.i < len(self.toks) else "")
+            elif t in ("++", "--"):
+                self.take()
+                node = ("unary", t, node)
+            else:
+                return node
+
+
+def parse_expression(toks: list[Tok]):
+    return _Parser(toks).expression() if toks else ("num", "0")
+
+
+def _walk(node):
+    yield node
+    for child in node[1:]:
+        if isinstance(child, tuple):
+            yield from _walk(child)
+        elif isinstance(child, list):
+            for item in child:
+                if isinstance(item, tuple):
+                    yield from _walk(item)
+
+
+def _number(node) -> int | None:
+    if node[0] == "num":
+        try:
+            return int(node[1].rstrip("uUlL"), 0)
+        except ValueError:
+            return None
+    if node[0] == "unary" and node[1] in ("-", "~") and node[2][0] == "num":
+        value = _number(node[2])
+        return None if value is None else (-value if node[1] == "-" else ~value)
+    return None
+
+
+def _statement_expressions(node: Node) -> list:
+    """The expressions of a simple statement, declarations included ('int a = x, b;' gives a = x)."""
+    toks = node.toks
+    if not toks:
+        return []
+    k = 0
+    while k < len(toks) and (toks[k].text in TYPE_WORDS or toks[k].text in ("*", "&")):
+        k += 1
+    if 0 < k < len(toks) or (k == 0 and len(toks) > 1 and toks[0].kind == "id" and toks[1].kind == "id"):
+        if k == 0:
+            k = 1                                        # a type name the list does not know: T x = ...
+            while k < len(toks) and toks[k].text in ("*", "&"):
+                k += 1
+        found = []
+        for part in _split(toks[k:], ","):
+            if part and part[0].kind == "id":
+                name = part[0].text
+                j = 1
+                while j < len(part) and part[j].text == "[":
+                    j = _match(part, j) + 1
+                if j < len(part) and part[j].text == "=":
+                    found.append(("assign", "=", ("id", name), parse_expression(part[j + 1:])))
+                elif j < len(part) and part[j].text in ("(", "{"):
+                    found.append(("assign", "=", ("id", name), parse_expression(part[j:])))
+                else:
+                    found.append(("decl", name))
+        return found
+    return [parse_expression(toks)]
+
+
+# --- uniformity ------------------------------------------------------------------------------------
+
+class Uniformity:
+    """Which variables of a function hold the same value in every lane of a warp, found by iterating
+    over every assignment until nothing changes (flow-insensitive, control dependences included)."""
+
+    def __init__(self, function: Function, constants: dict[str, int]):
+        self.state = {p: U for p in function.params}
+        self.constants = dict(constants)
+        self.assigned: dict[str, list] = {}
+        self.body = function.body
+        for _ in range(12):
+            before = dict(self.state)
+            self._visit(self.body, U)
+            if before == self.state:
+                break
+
+    def of(self, node) -> int:
+        kind = node[0]
+        if kind == "num":
+            return U
+        if kind == "id":
+            return self.state.get(node[1], U) if node[1] not in ("threadIdx",) else L
+        if kind == "member":
+            base = node[1]
+            if base[0] == "id" and base[1] == "threadIdx":
+                return L if node[2] == "x" else U
+            if base[0] == "id" and base[1] in ("blockIdx", "blockDim", "gridDim"):
+                return U
+            return self._flat(self.of(base))
+        if kind == "call":
+            name = node[1]
+            if name in UNIFORM_CALLS:
+                return U
+            if name in VARYING_CALLS:
+                return V
+            return max([self._flat(self.of(a)) for a in node[2]], default=U)
+        if kind == "index":
+            index = self.of(node[2])
+            return V if index != U else self._flat(self.of(node[1]))
+        if kind == "cast":
+            return self.of(node[1])
+        if kind == "unary":
+            inner = self.of(node[2])
+            return inner if node[1] in ("+", "++", "--") and inner == L else self._flat(inner)
+        if kind == "cond":
+            return max(self._flat(self.of(node[1])), self._flat(self.of(node[2])), self._flat(self.of(node[3])))
+        if kind == "assign":
+            return self.of(node[3])
+        if kind == "bin":
+            op, a, b = node[1], self.of(node[2]), self.of(node[3])
+            if V in (a, b):
+                return V
+            if op in ("+", "-") and {a, b} == {U, L} and not (op == "-" and b == L):
+                return L
+            if op in ("/", ">>") and a == L and b == U:
+                divisor = self._value(node[3])
+                if divisor is not None and ((op == "/" and divisor % 32 == 0 and divisor > 0) or
+                                            (op == ">>" and divisor >= 5)):
+                    return U
+                if op == "/" and node[3][0] == "id" and node[3][1] == "warpSize":
+                    return U
+                return V
+            return U if a == b == U else V
+        return U
+
+    @staticmethod
+    def _flat(state: int) -> int:
+        return V if state == L else state
+
+    def _value(self, node) -> int | None:
+        value = _number(node)
+        if value is None and node[0] == "id":
+            value = self.constants.get(node[1])
+        return value
+
+    def _assign(self, target, state: int, value=None) -> None:
+        while target[0] in ("index", "member", "unary", "cast"):
+            target = target[1] if target[0] in ("index", "member", "cast") else target[2]
+        if target[0] == "id":
+            name = target[1]
+            if value is not None:
+                self.assigned.setdefault(name, [])
+                if value not in self.assigned[name]:
+                    self.assigned[name].append(value)
+            self.state[name] = max(self.state.get(name, U), state)
+
+    def _expression(self, node, control: int) -> None:
+        for sub in _walk(node):
+            if sub[0] == "assign":
+                state = self.of(sub[3]) if sub[1] == "=" else max(self.of(sub[2]), self._flat(self.of(sub[3])))
+                if sub[1] != "=" and state == L:
+                    state = V
+                self._assign(sub[2], max(state, control), sub[3] if sub[1] == "=" else None)
+            elif sub[0] == "decl":
+                self.state.setdefault(sub[1], U)
+            elif sub[0] == "unary" and sub[1] in ("++", "--"):
+                self._assign(sub[2], max(self._flat(self.of(sub[2])), control))
+
+    def _visit(self, node: Node, control: int) -> None:
+        if node is None:
+            return
+        if node.kind == "block":
+            for item in node.body:
+                self._visit(item, control)
+        elif node.kind in ("simple", "return"):
+            for expression in _statement_expressions(node) if node.kind == "simple" else [parse_expression(node.toks[1:])]:
+                self._expression(expression, control)
+        elif node.kind == "if":
+            inner = max(control, self._flat(self.of(parse_expression(node.toks))))
+            for child in node.body:
+                self._visit(child, inner)
+        elif node.kind == "loop":
+            self._visit_init_declaration(node, control)
+            inner = max(control, self._flat(self.of(parse_expression(node.toks))))
+            self._expression(parse_expression(node.step or []), inner)
+            self._visit(node.body[0], inner)
+
+    def _visit_init_declaration(self, node: Node, control: int) -> None:
+        if node.init:
+            for expression in _statement_expressions(Node("simple", node.line, node.init, [])):
+                self._expression(expression, control)
+
+    def condition(self, toks: list[Tok]) -> int:
+        return self._flat(self.of(parse_expression(toks)))
+
+
+def _constants(function: Function) -> dict[str, int]:
+    """Variables assigned exactly once, from an integer literal (const int W = 32; unsigned FULL = ~0u)."""
+    values: dict[str, list] = {}
+
+    def visit(node):
+        if node is None:
+            return
+        if node.kind == "simple":
+            for e in _statement_expressions(node):
+                for sub in _walk(e):
+                    if sub[0] == "assign" and sub[2][0] == "id":
+                        values.setdefault(sub[2][1], []).append(_number(sub[3]) if sub[1] == "=" else None)
+        for child in node.body:
+            visit(child)
+
+    visit(function.body)
+    return {name: found[0] for name, found in values.items() if len(found) == 1 and found[0] is not None}
+
+
+# --- the rules -------------------------------------------------------------------------------------
+
+def _mask(node, constants: dict[str, int], assigned: dict[str, list]) -> tuple[str, int | None]:
+    """('full' | 'partial' | 'active' | 'computed', value) of a collective's mask argument."""
+    value = _number(node)
+    if value is None and node[0] == "id":
+        value = constants.get(node[1])
+        if value is None and any(v[0] == "call" and v[1] == "__activemask" for v in assigned.get(node[1], [])):
+            return "active", None
+    if node[0] == "call" and node[1] == "__activemask":
+        return "active", None
+    if value is None:
+        return "computed", None
+    return ("full" if value & 0xFFFFFFFF == 0xFFFFFFFF else "partial"), value & 0xFFFFFFFF
+
+
+def _calls(expression):
+    return [sub for sub in _walk(expression) if sub[0] == "call"]
+
+
+def lint(code: str, function: str | None = None) -> list[Hazard]:
+    """Warp-synchronous hazards in ``code``, each with its line and cause; [] when none is found or the
+    source cannot be read (then the compiler will say what is wrong)."""
+    try:
+        found, _ = functions(code)
+    except (ValueError, IndexError, RecursionError):
+        return []
+    lines = code.split("\n")
+    collective_helpers = {f.name for f in found if not f.kernel and _has_collective(f.body)}
+    hazards: list[Hazard] = []
+    for fn in found:
+        if function is not None and fn.kernel and fn.name != function:
+            continue
+        try:
+            hazards += _lint_function(fn, collective_helpers, lines)
+        except (ValueError, IndexError, RecursionError):
+            continue
+    unique, seen = [], set()
+    for hazard in hazards:
+        if (hazard.line, hazard.cause) not in seen:
+            seen.add((hazard.line, hazard.cause))
+            unique.append(hazard)
+    return unique
+
+
+def _has_collective(node: Node) -> bool:
+    if node is None:
+        return False
+    toks = node.toks + (node.init or []) + (node.step or [])
+    return any(t.text in COLLECTIVES for t in toks) or any(_has_collective(c) for c in node.body)
+
+
+def _lint_function(fn: Function, helpers: set[str], lines: list[str]) -> list[Hazard]:
+    constants = _constants(fn)
+    uni = Uniformity(fn, constants)
+    hazards: list[Hazard] = []
+    returns: list[int] = []            # lines of returns that only some lanes of a warp take
+
+    def hazard(line: int, cause: str) -> None:
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        hazards.append(Hazard(line, text, cause + UB))
+
+    def sites(expression, line: int, divergent: int | None) -> None:
+        for call in _calls(expression):
+            name = call[1]
+            if name not in COLLECTIVES and name not in helpers:
+                continue
+            shown = "__syncwarp()" if name == "__syncwarp" else (f"{name}()" if name in COLLECTIVES else
+                                                                   f"call of {name}() (it shuffles)")
+            if name in COLLECTIVES and call[2]:
+                kind, value = _mask(call[2][0], constants, uni.assigned)
+            elif name in COLLECTIVES:
+                kind, value = "full", 0xFFFFFFFF          # __syncwarp() without a mask
+            else:
+                kind, value = "full", None
+            if kind == "active":
+                hazard(line, ACTIVEMASK)
+                continue
+            if kind == "computed":
+                continue
+            if kind == "partial" and divergent is None and not returns:
+                hazard(line, PARTIAL.format(mask=f"0x{value:08x}", call=shown))
+            if kind == "full" and divergent is not None:
+                hazard(line, DIVERGENT.format(call=shown, line=divergent))
+            elif kind == "full" and returns:
+                hazard(line, AFTER_RETURN.format(call=shown, line=returns[0]))
+
+    def visit(node: Node, divergent: int | None) -> None:
+        if node is None:
+            return
+        if node.kind == "block":
+            for item in node.body:
+                visit(item, divergent)
+        elif node.kind == "simple":
+            for expression in _statement_expressions(node):
+                sites(expression, node.line, divergent)
+        elif node.kind == "return":
+            sites(parse_expression(node.toks[1:]), node.line, divergent)
+            if divergent is not None:
+                returns.append(node.line)
+        elif node.kind == "if":
+            sites(parse_expression(node.toks), node.line, divergent)
+            inner = divergent if divergent is not None or uni.condition(node.toks) == U else node.line
+            for child in node.body:
+                visit(child, inner)
+        elif node.kind == "loop":
+            for expression in _statement_expressions(Node("simple", node.line, node.init or [], [])):
+                sites(expression, node.line, divergent)
+            inner = divergent if divergent is not None or uni.condition(node.toks) == U else node.line
+            sites(parse_expression(node.toks), node.line, inner)
+            visit(node.body[0], inner)
+            sites(parse_expression(node.step or []), node.line, inner)
+
+    visit(fn.body, None)
+    hazards += _shared_steps(fn, lines)
+    return hazards
+
+
+# --- shared-memory reduction steps -----------------------------------------------------------------
+
+def _shared_names(fn: Function) -> set[str]:
+    """Arrays declared __shared__ and pointers set from them."""
+    names: set[str] = set()
+
+    def visit(node):
+        if node is None:
+            return
+        if node.kind == "simple" and any(t.text == "__shared__" for t in node.toks):
+            names.update(e[1] if e[0] == "decl" else e[2][1] for e in _statement_expressions(node)
+                         if e[0] == "decl" or (e[0] == "assign" and e[2][0] == "id"))
+        for child in node.body:
+            visit(child)
+
+    visit(fn.body)
+    for _ in range(3):                                   # aliases: volatile float* s = partial;
+        def alias(node):
+            if node is None:
+                return
+            if node.kind == "simple":
+                for e in _statement_expressions(node):
+                    if e[0] == "assign" and e[2][0] == "id":
+                        roots = {s[1] for s in _walk(e[3]) if s[0] == "id"}
+                        if roots & names and e[3][0] in ("id", "unary", "bin", "cast"):
+                            names.add(e[2][1])
+            for child in node.body:
+                alias(child)
+        alias(fn.body)
+    return names
+
+
+def _is_step(node: Node, shared: set[str]) -> bool:
+    """A statement that writes one element of a shared array from another element of it."""
+    if node is None:
+        return False
+    if node.kind == "if" and node.body[1] is None:
+        return _is_step(node.body[0], shared)
+    if node.kind == "block" and len(node.body) == 1:
+        return _is_step(node.body[0], shared)
+    if node.kind != "simple":
+        return False
+    for expression in _statement_expressions(node):
+        for sub in _walk(expression):
+            if sub[0] == "assign" and sub[2][0] == "index" and _root(sub[2]) in shared:
+                target = repr(sub[2][2])
+                reads = [r for r in _walk(sub[3]) if r[0] == "index" and _root(r) in shared]
+                if any(repr(r[2]) != target for r in reads) or (sub[1] != "=" and reads):
+                    return True
+    return False
+
+
+def _root(node) -> str | None:
+    while node[0] in ("index", "member", "cast"):
+        node = node[1]
+    return node[1] if node[0] == "id" else None
+
+
+def _has_sync(node: Node) -> bool:
+    if node is None:
+        return False
+    toks = node.toks + (node.init or []) + (node.step or [])
+    if any(t.text in SYNCS for t in toks) or any(toks[i].text == "." and toks[i + 1].text == "sync"
+                                                 for i in range(len(toks) - 1)):
+        return True
+    return any(_has_sync(c) for c in node.body)
+
+
+def _shared_steps(fn: Function, lines: list[str]) -> list[Hazard]:
+    shared = _shared_names(fn)
+    if not shared:
+        return []
+    hazards: list[Hazard] = []
+
+    def flag(line: int, other: int) -> None:
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        hazards.append(Hazard(line, text, NO_SYNC.format(line=other) + UB))
+
+    def sequence(items: list[Node]) -> None:
+        last = None
+        for item in items:
+            if _is_step(item, shared):
+                if last is not None:
+                    flag(item.line, last)
+                last = item.line
+            elif _has_sync(item):
+                last = None
+            visit(item)
+
+    def visit(node: Node) -> None:
+        if node is None:
+            return
+        if node.kind == "block":
+            sequence(node.body)
+        elif node.kind == "if":
+            for child in node.body:
+                if child is not None and child.kind == "block":
+                    sequence(child.body)
+                else:
+                    visit(child)
+        elif node.kind == "loop":
+            body = node.body[0]
+            steps = _steps_in(body, shared)
+            if steps and not _has_sync(body):
+                flag(steps[0], node.line)
+            visit(body)
+
+    visit(fn.body)
+    return hazards
+
+
+def _steps_in(node: Node, shared: set[str]) -> list[int]:
+    if node is None:
+        return []
+    if _is_step(node, shared):
+        return [node.line]
+    return [line for child in node.body for line in _steps_in(child, shared)]
