@@ -248,7 +248,8 @@ def l1_change(bound=True, unset_slots=False, per="block", race=False):
             slots = np.where(inside, diff, np.nan if (unset_slots and probed) else 0.0)
             if per == "element":                           # exact sums: one add per element, the same total
                 total[0] = np.float32(total[0] + slots[inside].sum())
-                words[SPAN] += int(inside.sum()) if probed else 0
+                if probed:
+                    words[SPAN] += int(inside.sum())
                 continue
             value = np.float32(slots.sum())
             total[0] = np.float32(value if race else total[0] + value)
