@@ -471,6 +471,10 @@ class Uniformity:
                 return V
             if op in ("+", "-") and {a, b} == {U, L} and not (op == "-" and b == L):
                 return L
+            if op in ("<", ">=", "<=", ">") and {a, b} == {U, L}:        # threadIdx.x < 32: whole warps
+                bound = self._value(node[3] if b == U else node[2])
+                edge = 0 if (op in ("<", ">=")) == (b == U) else 31
+                return U if bound is not None and bound % 32 == edge else V
             if op in ("/", ">>") and a == L and b == U:
                 divisor = self._value(node[3])
                 if divisor is not None and ((op == "/" and divisor % 32 == 0 and divisor > 0) or
