@@ -82,6 +82,8 @@ def describe(value) -> str:
     if isinstance(value, (tuple, list)):
         kinds = ", ".join(type(v).__name__ for v in value[:4]) + (", ..." if len(value) > 4 else "")
         return f"a {type(value).__name__} of {len(value)} item{'s' * (len(value) != 1)} ({kinds})"
+    if isinstance(value, (str, bytes)):
+        return f"a {type(value).__name__} ({value[:40]!r})"
     if isinstance(value, (bool, int, float, complex, np.generic)):
         return f"a single {type(value).__name__} ({value!r})"
     return f"a {type(value).__module__}.{type(value).__name__}"
