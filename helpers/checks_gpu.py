@@ -225,8 +225,8 @@ def check_sums(dc: DeviceCase, got_full, again_full=None, vertices=None, hint: s
     if not got[listed].any() and dc.expected[listed].any():
         raise Wrong(f"every element is 0; vertex {int(np.argmax(dc.expected))} should be {dc.expected.max():.9g}",
                     "nothing was added: every in-link's share must reach its target")
-    if again_full is not None and not np.array_equal(got_full, np.asarray(again_full, np.float64), equal_nan=True):
-        v = int(np.flatnonzero(got_full != np.asarray(again_full, np.float64))[0])
+    if again_full is not None and not _same_bits(got_full, again_full):
+        v = _first_difference(got_full, again_full)
         raise Wrong(f"vertex {v}: {got_full[v]:.9g} in one launch, {again_full[v]:.9g} in the next "
                     "(with these inputs every correct order of additions gives the same bits)", RACE)
     got_listed = np.where(listed, got, dc.expected)
@@ -280,9 +280,14 @@ def _same_bits(a, b) -> bool:
     return np.array_equal(np.asarray(a, np.float64), np.asarray(b, np.float64), equal_nan=True)
 
 
+def _first_difference(a, b) -> int:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return int(np.flatnonzero(~((a == b) | (np.isnan(a) & np.isnan(b))))[0])
+
+
 def _shared_changed(values, plain, name: str) -> None:
     if not _same_bits(values, plain):
-        i = int(np.flatnonzero(~((values == plain) | (np.isnan(values) & np.isnan(plain))))[0])
+        i = _first_difference(values, plain)
         raise Wrong(f"{name}[{i}] = {plain[i]:.9g} in a normal launch, {values[i]:.9g} with shared memory "
                     "filled with NaN before the launch", SHARED_UNSET)
 
@@ -414,7 +419,7 @@ def push_rank(code: str, seed=None, quiet: bool = False, time_limit: float = GPU
         has = graph.out_degree > 0
         extra = dc.host["out_targets"][graph.out_offsets[1:][has]]
         past = expected_full + np.bincount(extra, weights=dc.contrib_host[has], minlength=n + PAD)
-        if np.array_equal(got_full, past):
+        if not np.array_equal(past, expected_full) and np.array_equal(got_full, past):
             v = int(np.flatnonzero(got_full != expected_full)[0])
             raise Wrong(f"vertex {v}: expected {expected_full[v]:.9g}, got {got_full[v]:.9g}",
                         "wrong row bounds: each source also adds to the first out-link of the next vertex (the loop "
@@ -619,6 +624,8 @@ def l1_change(code: str, seed=None, quiet: bool = False, time_limit: float = GPU
         if probed_total is not None and probed_total != got and np.isnan(probed_total) != np.isnan(got):
             raise Wrong(f"{detail} in a normal launch, {probed_total:.9g} with shared memory filled with NaN before "
                         "the launch", SHARED_UNSET)
+        if np.isnan(got):                   # the inputs are finite: a NaN came from memory the kernel never wrote
+            raise Wrong(detail, SHARED_UNSET)
         if got == expected and again == expected:
             if probed_total is not None and probed_total != expected:
                 raise Wrong(f"{detail} in a normal launch, {probed_total:.9g} with shared memory filled with NaN "
