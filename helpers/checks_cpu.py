@@ -12,7 +12,8 @@ import numpy as np
 
 from . import generators, reference
 from .checks_limits import CPU_TIME_LIMIT, Output, call, limit_note
-from .checks_report import CHANGED_INPUT, Report, Wrong, changed, describe, fresh_seed, run
+from .checks_report import (CHANGED_INPUT, Report, Wrong, changed, describe, fresh_seed, random_ranks, run,
+                            worst_vertex)
 from .graph import Graph
 
 DANGLING_LOST = ("dangling mass lost: the rank of vertices without out-links must be spread over all "
@@ -52,11 +53,6 @@ def _cpu_graphs(rng) -> list[Graph]:
             generators.self_loop(), generators.two_components(),
             generators.adversarial_graph(n1, seed=int(rng.integers(2**31)), hub_in_links=n1 // 2),
             generators.random_graph(n2, seed=int(rng.integers(2**31)))]
-
-
-def _random_ranks(rng, n: int) -> np.ndarray:
-    ranks = rng.random(n) + 0.05
-    return ranks / ranks.sum()
 
 
 # --- inputs handed out as copies and checked afterwards ----------------------------------------------
@@ -161,18 +157,6 @@ def _float32(expected: np.ndarray, got: np.ndarray) -> float | None:
     return relative if 1e-9 < relative <= 3e-6 else None
 
 
-def _worst_vertex(graph: Graph, expected, got, tol) -> tuple[np.ndarray, str]:
-    """Mask of wrong vertices and a line naming the worst one."""
-    err = np.abs(np.asarray(got, np.float64) - expected)
-    bad = ~(err <= tol)
-    if not bad.any():
-        return bad, ""
-    v = int(np.argmax(np.where(bad, np.nan_to_num(err / np.maximum(tol, 1e-300), nan=np.inf), -1)))
-    return bad, (f"vertex {v} (in-degree {int(graph.in_degree[v])}, out-degree {int(graph.out_degree[v])}): "
-                 f"expected {expected[v]:.9g}, got {got[v]:.9g}; {int(bad.sum()):,} of {graph.num_vertices:,} "
-                 f"vertices wrong")
-
-
 def _sum_check(graph: Graph, got: np.ndarray, ranks: np.ndarray, damping: float, what: str) -> None:
     """Raise with 'dangling mass lost' or 'not summing to 1' when the total is wrong."""
     total = float(got.sum())
@@ -193,7 +177,7 @@ def pagerank_step(function, seed=None, quiet: bool = False, time_limit: float = 
 
     def check(graph):
         n = graph.num_vertices
-        ranks, damping = _random_ranks(rng, n), float(rng.uniform(0.6, 0.95))
+        ranks, damping = random_ranks(rng, n), float(rng.uniform(0.6, 0.95))
         expected = reference.pagerank_step(graph, ranks, damping, reference.teleport_vector(n))
         given_graph, given_ranks = _graph_copy(graph), ranks.copy()
         value = call(function, given_graph, given_ranks, damping, time_limit=time_limit, output=output)
@@ -204,7 +188,7 @@ def pagerank_step(function, seed=None, quiet: bool = False, time_limit: float = 
             v = int(np.flatnonzero(~np.isfinite(got))[0])
             raise Wrong(f"{setting}: vertex {v} got {got[v]}", "a division by zero: a dangling vertex has "
                                                                "out-degree 0, its contribution must be 0")
-        bad, where = _worst_vertex(graph, expected, got, 1e-15 + 1e-10 * expected)
+        bad, where = worst_vertex(graph, expected, got, 1e-15 + 1e-10 * expected)
         if not bad.any():
             return None
         for cause, variant in _step_variants(graph, ranks, damping).items():
@@ -361,7 +345,7 @@ def power_iteration(function, seed=None, quiet: bool = False, time_limit: float 
             if others:
                 raise Wrong(f"{setting}: your ranks are those after {others[0]} steps, but you return {k} "
                             "iterations", OFF_BY_ONE)
-            bad, where = _worst_vertex(graph, iterates[k], got, 1e-12 + 1e-9 * iterates[k])
+            bad, where = worst_vertex(graph, iterates[k], got, 1e-12 + 1e-9 * iterates[k])
             _wrong_step(graph, damping, got, k, iterates[k], f"{setting}, after {k} steps: {where}")
         if k == stop:
             return f"iterations: {k}" + (" (max_iter reached)" if reached else "")
@@ -398,7 +382,7 @@ def top_k(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME
     output = Output()
     n = 1000 + int(rng.integers(1, 100))
     vectors = {f"{n:,} ranks with many ties (5 distinct values)": rng.integers(1, 6, n) / 10.0,
-               f"{n:,} distinct ranks": _random_ranks(rng, n),
+               f"{n:,} distinct ranks": random_ranks(rng, n),
                "10 equal ranks": np.full(10, 0.1), "one rank": np.ones(1)}
     cases = [(f"{name}, k = {k}", (values, k)) for name, values in vectors.items()
              for k in sorted({1, 5, 37, values.size, values.size + 3})]

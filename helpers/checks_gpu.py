@@ -21,7 +21,7 @@ from . import generators, reference
 from .checks_limits import GPU_TIME_LIMIT, KernelHung, wait
 from .checks_lint import lint
 from .checks_probe import SPAN, UNSET, probed
-from .checks_report import Report, Wrong, changed, fresh_seed, run
+from .checks_report import Report, Wrong, changed, fresh_seed, random_ranks, run, worst_vertex
 from .graph import Graph
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -132,11 +132,6 @@ def _gpu_graphs(rng) -> list[Graph]:
             generators.adversarial_graph(n2, seed=int(rng.integers(2**31)), hub_in_links=12_000)]
 
 
-def _random_ranks(rng, n: int) -> np.ndarray:
-    ranks = rng.random(n) + 0.05
-    return ranks / ranks.sum()
-
-
 def _padded(values, fill, dtype) -> np.ndarray:
     return np.concatenate([np.asarray(values, dtype=dtype), np.full(PAD, fill, dtype=dtype)])
 
@@ -189,18 +184,6 @@ def _output(device: Device, size: int, fill: float = np.nan):
 
 # --- comparing pulled sums -----------------------------------------------------------------------------
 
-def _worst_vertex(graph: Graph, expected, got, tol) -> tuple[np.ndarray, str]:
-    """Mask of wrong vertices and a line naming the worst one."""
-    err = np.abs(np.asarray(got, np.float64) - expected)
-    bad = ~(err <= tol)
-    if not bad.any():
-        return bad, ""
-    v = int(np.argmax(np.where(bad, np.nan_to_num(err / np.maximum(tol, 1e-300), nan=np.inf), -1)))
-    return bad, (f"vertex {v} (in-degree {int(graph.in_degree[v])}, out-degree {int(graph.out_degree[v])}): "
-                 f"expected {expected[v]:.9g}, got {got[v]:.9g}; {int(bad.sum()):,} of {graph.num_vertices:,} "
-                 f"vertices wrong")
-
-
 def check_sums(dc: DeviceCase, got_full, again_full=None, vertices=None, hint: str = "",
                unwritten_hint: str = "", lanes: bool = False, canary: str = PAST_THE_END) -> None:
     """Compare a pulled vector (NaN-poisoned, with its canary) with the exact sums, bit for bit; raise Wrong
@@ -230,7 +213,7 @@ def check_sums(dc: DeviceCase, got_full, again_full=None, vertices=None, hint: s
         raise Wrong(f"vertex {v}: {got_full[v]:.9g} in one launch, {again_full[v]:.9g} in the next "
                     "(with these inputs every correct order of additions gives the same bits)", RACE)
     got_listed = np.where(listed, got, dc.expected)
-    bad, where = _worst_vertex(graph, dc.expected, got_listed, 0.0)
+    bad, where = worst_vertex(graph, dc.expected, got_listed, 0.0)
     if not bad.any():
         return
     where += " (every sum here is exact in float32, so any difference is a bug)"
@@ -312,6 +295,13 @@ def _kernel(device: Device, code: str, function: str):
     return device.compile(code, function)
 
 
+def _start(device: Device, code: str, function: str, graph: Graph, rng):
+    """(the compiled kernel, the graph on the device, its vertex count) for one case."""
+    kernel = _kernel(device, code, function)
+    dc = DeviceCase(device, graph, rng)
+    return kernel, dc, dc.n
+
+
 def _source_cases(code: str, function: str) -> list:
     """One case per distinct warp hazard the lint finds in the source."""
     by_cause: dict[str, list] = {}
@@ -350,7 +340,25 @@ def _pull_launches(device: Device, dc: DeviceCase, kernel, grid, block, args, in
     return results
 
 
-PULL_INPUTS = ("in_offsets", "in_sources", "out_degree", "rank")
+def _csr_args(dc: DeviceCase, direction: str):
+    """(args(output), input names) of the kernels that take (offsets, links, out_degree, rank, output, n):
+    the pull kernels over in-links, the push kernel over out-links."""
+    names = ("in_offsets", "in_sources") if direction == "in" else ("out_offsets", "out_targets")
+
+    def args(out):
+        return (dc.dev[names[0]], dc.dev[names[1]], dc.dev["out_degree"], dc.dev["rank"], out, np.int32(dc.n))
+
+    return args, names + ("out_degree", "rank")
+
+
+def _probe_writers(device: Device, probe, grid, block, args, plain, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Launch the probed kernel into a fresh probe buffer; check its values against the plain launch's
+    (shared memory filled with NaN must change nothing) and return (lowest, highest) writer ids."""
+    buffer = _probe_buffer(device, size, np.nan)
+    device.launch(probe, grid, block, args(buffer))
+    values, lowest, highest = _writers(device.get(buffer), size)
+    _shared_changed(values, plain, "pulled")
+    return lowest, highest
 
 
 def pull_grid_stride(code: str, seed=None, quiet: bool = False, time_limit: float = GPU_TIME_LIMIT) -> Report:
@@ -360,24 +368,15 @@ def pull_grid_stride(code: str, seed=None, quiet: bool = False, time_limit: floa
     threads = 3 * 128
 
     def check(device, graph):
-        kernel = _kernel(device, code, "pull_grid_stride")
-        dc = DeviceCase(device, graph, rng)
-        n = dc.n
-
-        def args(out):
-            return (dc.dev["in_offsets"], dc.dev["in_sources"], dc.dev["out_degree"], dc.dev["rank"], out,
-                    np.int32(n))
-
-        out = _pull_launches(device, dc, kernel, (3,), (128,), args, PULL_INPUTS)
+        kernel, dc, n = _start(device, code, "pull_grid_stride", graph, rng)
+        args, inputs = _csr_args(dc, "in")
+        out = _pull_launches(device, dc, kernel, (3,), (128,), args, inputs)
         check_sums(dc, out[0], out[1], hint="each in-neighbour u adds rank[u] / out_degree[u]: the out-degree of "
                                             "u, not of v")
         probe = _probe_kernel(device, code, "pull_grid_stride", outputs=("pulled",))
         if probe is None:
             return None
-        buffer = _probe_buffer(device, n + PAD, np.nan)
-        device.launch(probe, (3,), (128,), args(buffer))
-        values, lowest, highest = _writers(device.get(buffer), n + PAD)
-        _shared_changed(values, out[0], "pulled")
+        lowest, highest = _probe_writers(device, probe, (3,), (128,), args, out[0], n + PAD)
         lo, hi = lowest[:n], highest[:n]
         several = (lo != UNSET) & (lo != hi)
         if several.any():
@@ -402,16 +401,9 @@ def push_rank(code: str, seed=None, quiet: bool = False, time_limit: float = GPU
     seed, rng = _setup(seed)
 
     def check(device, graph):
-        kernel = _kernel(device, code, "push_rank")
-        dc = DeviceCase(device, graph, rng)
-        n = dc.n
-
-        def args(out):
-            return (dc.dev["out_offsets"], dc.dev["out_targets"], dc.dev["out_degree"], dc.dev["rank"], out,
-                    np.int32(n))
-
-        out = _pull_launches(device, dc, kernel, _blocks(n), (256,), args,
-                             ("out_offsets", "out_targets", "out_degree", "rank"), fill=0.0)
+        kernel, dc, n = _start(device, code, "push_rank", graph, rng)
+        args, inputs = _csr_args(dc, "out")
+        out = _pull_launches(device, dc, kernel, _blocks(n), (256,), args, inputs, fill=0.0)
         got_full, again_full = (np.asarray(o, np.float64) for o in out)
         expected_full = np.concatenate([dc.expected, np.zeros(PAD)])
         if np.array_equal(got_full, expected_full) and np.array_equal(again_full, expected_full):
@@ -437,7 +429,7 @@ def push_rank(code: str, seed=None, quiet: bool = False, time_limit: float = GPU
             v = int(np.flatnonzero(got_full != again_full)[0])
             raise Wrong(f"vertex {v}: {got_full[v]:.9g} in one launch, {again_full[v]:.9g} in the next (with these "
                         "inputs every correct order of additions gives the same bits)", RACE)
-        bad, where = _worst_vertex(graph, dc.expected, got_full[:n], 0.0)
+        bad, where = worst_vertex(graph, dc.expected, got_full[:n], 0.0)
         degree = graph.in_degree
         if (got_full[:n][bad] < dc.expected[bad]).all() and (degree[bad] > 1).all():
             raise Wrong(where + "; only vertices with several in-links lose rank", RACE)
@@ -456,7 +448,7 @@ def contributions_split(code: str, seed=None, quiet: bool = False, time_limit: f
         kernel = _kernel(device, code, "contributions_split")
         n = graph.num_vertices
         dc = DeviceCase(device, graph, rng)
-        rank = _random_ranks(rng, n).astype(np.float32)
+        rank = random_ranks(rng, n).astype(np.float32)
         dc.add("ranks", _padded(rank, PAD_UNITS * UNIT, np.float32))
 
         def launch(kernel, contrib, dangling_rank):
@@ -484,7 +476,7 @@ def contributions_split(code: str, seed=None, quiet: bool = False, time_limit: f
                 kind = "a dangling vertex" if dangling[v] else "a vertex with out-links"
                 raise Wrong(f"{name}[{v}] never written ({kind}; {int(np.isnan(got).sum())} such)",
                             NEVER_WRITTEN + ("; dangling vertices must store 0 (or their rank)" if dangling[v] else ""))
-            bad, where = _worst_vertex(graph, want, got, 2 * EPS32 * np.abs(want))
+            bad, where = worst_vertex(graph, want, got, 2 * EPS32 * np.abs(want))
             if bad.any():
                 raise Wrong(f"{name}: {where}", "contrib is rank / out-degree for vertices with out-links, 0 for "
                                                 "dangling ones; dangling_rank is the rank of dangling vertices, 0 "
@@ -511,23 +503,14 @@ def pull_warp_rank(code: str, seed=None, quiet: bool = False, time_limit: float 
     seed, rng = _setup(seed)
 
     def check(device, graph):
-        kernel = _kernel(device, code, "pull_warp_rank")
-        dc = DeviceCase(device, graph, rng)
-        n = dc.n
-
-        def args(out):
-            return (dc.dev["in_offsets"], dc.dev["in_sources"], dc.dev["out_degree"], dc.dev["rank"], out,
-                    np.int32(n))
-
-        out = _pull_launches(device, dc, kernel, _blocks(32 * n), (256,), args, PULL_INPUTS)
+        kernel, dc, n = _start(device, code, "pull_warp_rank", graph, rng)
+        args, inputs = _csr_args(dc, "in")
+        out = _pull_launches(device, dc, kernel, _blocks(32 * n), (256,), args, inputs)
         check_sums(dc, out[0], out[1], lanes=True, hint="only lane 0 of each warp should store the warp's total")
         probe = _probe_kernel(device, code, "pull_warp_rank", outputs=("pulled",))
         if probe is None:
             return None
-        buffer = _probe_buffer(device, n + PAD, np.nan)
-        device.launch(probe, _blocks(32 * n), (256,), args(buffer))
-        values, lowest, highest = _writers(device.get(buffer), n + PAD)
-        _shared_changed(values, out[0], "pulled")
+        lowest, highest = _probe_writers(device, probe, _blocks(32 * n), (256,), args, out[0], n + PAD)
         _several(lowest, highest, np.arange(n), SEVERAL_LANES, "pulled")
         return None
 
@@ -545,9 +528,7 @@ def pull_list(code: str, seed=None, quiet: bool = False, time_limit: float = GPU
 
     def check(device, case):
         graph, width = case
-        kernel = _kernel(device, code, "pull_list")
-        dc = DeviceCase(device, graph, rng)
-        n = dc.n
+        kernel, dc, n = _start(device, code, "pull_list", graph, rng)
         chosen = rng.random(n) < 0.6
         chosen[int(np.argmax(graph.in_degree))] = True              # always the hub
         vertices = rng.permutation(np.flatnonzero(chosen)).astype(np.int32)
@@ -568,10 +549,7 @@ def pull_list(code: str, seed=None, quiet: bool = False, time_limit: float = GPU
         probe = _probe_kernel(device, code, "pull_list", outputs=("pulled",))
         if probe is None:
             return None
-        buffer = _probe_buffer(device, n + PAD, np.nan)
-        device.launch(probe, grid, (256,), args(buffer))
-        values, lowest, highest = _writers(device.get(buffer), n + PAD)
-        _shared_changed(values, out[0], "pulled")
+        lowest, highest = _probe_writers(device, probe, grid, (256,), args, out[0], n + PAD)
         _several(lowest, highest, np.sort(vertices), SEVERAL_LANES, "pulled")
         return None
 
@@ -666,9 +644,7 @@ def fused_update(code: str, seed=None, quiet: bool = False, time_limit: float = 
     graphs = _gpu_graphs(rng)
 
     def check(device, graph):
-        kernel = _kernel(device, code, "fused_update")
-        dc = DeviceCase(device, graph, rng)
-        n = dc.n
+        kernel, dc, n = _start(device, code, "fused_update", graph, rng)
         inputs = ("in_offsets", "in_sources", "out_degree", "contrib")
 
         def launch(kernel, contrib, mass, d, outputs=None):
@@ -689,7 +665,7 @@ def fused_update(code: str, seed=None, quiet: bool = False, time_limit: float = 
                 raise Wrong(f"new_contrib[{int(np.flatnonzero(np.isnan(new_contrib[:n]))[0])}] never written",
                             NEVER_WRITTEN)
             want = np.where(graph.dangling, 0.0, got / np.maximum(graph.out_degree, 1))
-            bad, where = _worst_vertex(graph, want, new_contrib[:n], 2 * EPS32 * want)
+            bad, where = worst_vertex(graph, want, new_contrib[:n], 2 * EPS32 * want)
             if bad.any():
                 raise Wrong(f"new_contrib of {where}", "the next contribution is the NEW rank / out-degree "
                                                        "(0 for a dangling vertex)")
@@ -716,7 +692,7 @@ def fused_update(code: str, seed=None, quiet: bool = False, time_limit: float = 
         pulled = dc.expected
         want = d * pulled + (d * mass + 1 - d) / n
         got = new_rank[:n]
-        bad, where = _worst_vertex(graph, want, got, 8 * EPS32 * want)
+        bad, where = worst_vertex(graph, want, got, 8 * EPS32 * want)
         if bad.any():
             where = f"d = {d:.3f}, dangling mass {mass:.4g}: new_rank of {where}"
             variants = {DANGLING_LOST: d * pulled + (1 - d) / n,

@@ -73,6 +73,24 @@ def fresh_seed(seed) -> int:
     return int(np.random.SeedSequence().entropy % 2**31) if seed is None else int(seed)
 
 
+def random_ranks(rng, n: int) -> np.ndarray:
+    """A random rank vector that sums to 1, no rank below about 0.05 / n."""
+    ranks = rng.random(n) + 0.05
+    return ranks / ranks.sum()
+
+
+def worst_vertex(graph, expected, got, tol) -> tuple[np.ndarray, str]:
+    """Mask of wrong vertices and a line naming the worst one."""
+    err = np.abs(np.asarray(got, np.float64) - expected)
+    bad = ~(err <= tol)
+    if not bad.any():
+        return bad, ""
+    v = int(np.argmax(np.where(bad, np.nan_to_num(err / np.maximum(tol, 1e-300), nan=np.inf), -1)))
+    return bad, (f"vertex {v} (in-degree {int(graph.in_degree[v])}, out-degree {int(graph.out_degree[v])}): "
+                 f"expected {expected[v]:.9g}, got {got[v]:.9g}; {int(bad.sum()):,} of {graph.num_vertices:,} "
+                 f"vertices wrong")
+
+
 def describe(value) -> str:
     """A short description of what a function returned, for messages about a wrong return value."""
     if value is None:
