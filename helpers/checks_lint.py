@@ -716,19 +716,20 @@ def _shared_names(fn: Function) -> set[str]:
     return names
 
 
-def _is_step(node: Node, shared: set[str]) -> bool:
-    """A statement that writes one element of a shared array from another element of it."""
+def _is_step(node: Node, shared: set[str], uni: Uniformity) -> bool:
+    """A statement by which each thread writes its own element of a shared array from another element of
+    it (a thread writing one fixed element, as a serial sum by thread 0 does, is no step)."""
     if node is None:
         return False
     if node.kind == "if" and node.body[1] is None:
-        return _is_step(node.body[0], shared)
+        return _is_step(node.body[0], shared, uni)
     if node.kind == "block" and len(node.body) == 1:
-        return _is_step(node.body[0], shared)
+        return _is_step(node.body[0], shared, uni)
     if node.kind != "simple":
         return False
     for expression in _statement_expressions(node):
         for sub in _walk(expression):
-            if sub[0] == "assign" and sub[2][0] == "index" and _root(sub[2]) in shared:
+            if sub[0] == "assign" and sub[2][0] == "index" and _root(sub[2]) in shared and uni.of(sub[2][2]) != U:
                 target = repr(sub[2][2])
                 reads = [r for r in _walk(sub[3]) if r[0] == "index" and _root(r) in shared]
                 if any(repr(r[2]) != target for r in reads) or (sub[1] != "=" and reads):
@@ -756,6 +757,7 @@ def _shared_steps(fn: Function, lines: list[str]) -> list[Hazard]:
     shared = _shared_names(fn)
     if not shared:
         return []
+    uni = Uniformity(fn, _constants(fn))
     hazards: list[Hazard] = []
 
     def flag(line: int, other: int) -> None:
@@ -765,7 +767,7 @@ def _shared_steps(fn: Function, lines: list[str]) -> list[Hazard]:
     def sequence(items: list[Node]) -> None:
         last = None
         for item in items:
-            if _is_step(item, shared):
+            if _is_step(item, shared, uni):
                 if last is not None:
                     flag(item.line, last)
                 last = item.line
@@ -786,7 +788,7 @@ def _shared_steps(fn: Function, lines: list[str]) -> list[Hazard]:
                     visit(child)
         elif node.kind == "loop":
             body = node.body[0]
-            steps = _steps_in(body, shared)
+            steps = _steps_in(body, shared, uni)
             if steps and not _has_sync(body):
                 flag(steps[0], node.line)
             visit(body)
@@ -795,9 +797,9 @@ def _shared_steps(fn: Function, lines: list[str]) -> list[Hazard]:
     return hazards
 
 
-def _steps_in(node: Node, shared: set[str]) -> list[int]:
+def _steps_in(node: Node, shared: set[str], uni: Uniformity) -> list[int]:
     if node is None:
         return []
-    if _is_step(node, shared):
+    if _is_step(node, shared, uni):
         return [node.line]
-    return [line for child in node.body for line in _steps_in(child, shared)]
+    return [line for child in node.body for line in _steps_in(child, shared, uni)]

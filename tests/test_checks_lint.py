@@ -28,6 +28,9 @@ def causes(body: str) -> list[str]:
     # hazards written in comments and strings only
     "// s += __shfl_down_sync(0x0000ffff, s, 8);  if (lane) return;\n /* __activemask() */\n"
     " const char* note = \"__shfl_down_sync(0xf, s, 1) // not code\";\n out[0] = x[0];\n",
+    # a serial sum by one thread after a barrier
+    "__shared__ float p[256];\n p[threadIdx.x] = x[threadIdx.x];\n __syncthreads();\n"
+    " if (threadIdx.x == 0) { for (int i = 1; i < 256; ++i) p[0] += p[i];\n out[blockIdx.x] = p[0]; }\n",
     # a shared-memory step with barriers, and a Volta-safe warp step (read, sync, write, sync)
     "__shared__ float p[64];\n p[threadIdx.x] = x[threadIdx.x];\n __syncthreads();\n"
     " if (threadIdx.x < 32) { float v = p[threadIdx.x] + p[threadIdx.x + 32];\n __syncwarp();\n"
