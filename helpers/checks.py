@@ -7,7 +7,8 @@ returns a ``Report`` that it also prints. The student's code gets copies (or rea
 the expected answer comes from pristine inputs, so a function that changes its input is named for it.
 The pieces, one module per concern: ``checks_report`` (the report and the loop over cases),
 ``checks_limits`` (time limit, output cap, exits), ``checks_cpu`` (01, 02, 03, 33), ``checks_gpu`` (10
-to 21), ``checks_lint`` (warp hazards read from the CUDA source), ``checks_probe`` (the probed launch).
+to 21), ``checks_cuda`` (reading CUDA source), ``checks_lint`` (warp hazards read from it),
+``checks_probe`` (the probed launch).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .checks_lint import strip_comments
+from .checks_cuda import strip_comments
 
 SPAN = 1 << 16              # elements between an output and its first probe array; outputs must be shorter
 UNSET = 0xFFFFFFFF          # the lowest-writer array starts at this value: no thread stored the element

@@ -3,7 +3,7 @@ alarm on correct warp code written in unusual ways, comments and strings ignored
 for a T4 with NVRTC (the exercise kernels are covered in tests/test_exercises.py)."""
 import pytest
 
-from helpers import checks_lint, checks_probe, kernels
+from helpers import checks_cuda, checks_lint, checks_probe, kernels
 
 HEAD = 'extern "C" __global__ void k(const float* x, float* out, int n) {\n'
 
@@ -73,7 +73,7 @@ def test_unreadable_source_gives_no_hazard():
 
 def test_comments_are_blanked_with_lines_kept():
     code = 'a // b\n/* c\nd */ "e // f" \'/\''
-    assert checks_lint.strip_comments(code) == 'a     \n    \n     "e // f" \'/\''
+    assert checks_cuda.strip_comments(code) == 'a     \n    \n     "e // f" \'/\''
 
 
 def test_a_probed_kernel_with_unusual_declarations_compiles_for_a_t4():
