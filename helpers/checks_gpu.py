@@ -411,11 +411,15 @@ def push_rank(code: str, seed=None, quiet: bool = False, time_limit: float = GPU
         has = graph.out_degree > 0
         extra = dc.host["out_targets"][graph.out_offsets[1:][has]]
         past = expected_full + np.bincount(extra, weights=dc.contrib_host[has], minlength=n + PAD)
-        if not np.array_equal(past, expected_full) and np.array_equal(got_full, past):
-            v = int(np.flatnonzero(got_full != expected_full)[0])
-            raise Wrong(f"vertex {v}: expected {expected_full[v]:.9g}, got {got_full[v]:.9g}",
-                        "wrong row bounds: each source also adds to the first out-link of the next vertex (the loop "
-                        "must stop before out_offsets[u + 1])")
+        lasts = dc.host["out_targets"][np.maximum(graph.out_offsets[1:][has] - 1, 0)]
+        short = expected_full - np.bincount(lasts, weights=dc.contrib_host[has], minlength=n + PAD)
+        for guess, cause in ((past, "wrong row bounds: each source also adds to the first out-link of the next "
+                                    "vertex (the loop must stop before out_offsets[u + 1])"),
+                             (short, "wrong row bounds: each source misses its last out-link (the loop stops one "
+                                     "early)")):
+            if not np.array_equal(guess, expected_full) and np.array_equal(got_full, guess):
+                v = _first_difference(got_full, expected_full)
+                raise Wrong(f"vertex {v}: expected {expected_full[v]:.9g}, got {got_full[v]:.9g}", cause)
         written = np.flatnonzero(got_full[n:] != 0)
         if written.size:
             i = n + int(written[0])
@@ -618,7 +622,7 @@ def l1_change(code: str, seed=None, quiet: bool = False, time_limit: float = GPU
             raise Wrong(f"{detail}: {round(strays)} element(s) past n were added",
                         "elements past n were added: each thread must check i < n before it reads (and count 0 "
                         "past the end); the checker puts a difference of 2**-10 after the last element")
-        if expected and abs(got * n - expected) <= 1e-6 * expected and n > 1:
+        if expected and abs(got * n - expected) <= 1e-4 * expected and n > 1:       # / n rounds, the adds too
             raise Wrong(detail, "the residual is scaled by N (a mean): the course's L1 change is the plain sum "
                                 "of |new - old|")
         if abs(got - abs(float((new - old).sum()))) <= 1e-6 * expected:
@@ -676,7 +680,7 @@ def fused_update(code: str, seed=None, quiet: bool = False, time_limit: float = 
             if not np.isnan(got_full[n:]).all():
                 raise Wrong(f"{name}[{n + int(np.flatnonzero(~np.isnan(got_full[n:]))[0])}] was written; "
                             f"the last vertex is {n - 1}", PAST_THE_END)
-        if not np.isnan(exact_rank[:n]).any() and graph.num_edges and \
+        if not np.isnan(exact_rank[:n]).any() and \
                 np.allclose(exact_rank[:n], 0.85 * dc.expected + 0.15 / n, rtol=1e-6, atol=0):
             raise Wrong("with d = 1 and no dangling mass, new_rank[v] should be the bare sum over in-links",
                         hard_coded(1.0))

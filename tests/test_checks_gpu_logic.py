@@ -129,8 +129,9 @@ def push_rank(bound=True, atomic=True, extra=0):
     (push_rank(), None),
     (push_rank(bound=False), "pushed rank"),
     (push_rank(atomic=False), "race"),
-    (push_rank(extra=1), "row bounds"),
-], ids=["solution", "no u < n", "no atomics", "row bound"])
+    (push_rank(extra=1), "first out-link of the next vertex"),
+    (push_rank(extra=-1), "misses its last out-link"),
+], ids=["solution", "no u < n", "no atomics", "row bound", "last out-link skipped"])
 def test_push_rank_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
         expect(run("push_rank", emulate, monkeypatch, seed, "11_push_rank"), cause)
@@ -353,3 +354,48 @@ def test_every_float32_sum_of_the_gpu_inputs_is_exact():
             assert np.array_equal(dc.expected.astype(np.float32).astype(np.float64), dc.expected)
             # one dropped in-link always shows: the smallest contribution is one unit, far above float32 noise
             assert units[~graph.dangling].min(initial=1) >= 1
+
+
+def test_the_real_device_launches_then_waits_and_reports_a_kernel_that_does_not_finish():
+    """checks_gpu.Device over a stand-in for CuPy: a launch calls the kernel, then polls its event; an event
+    that never completes ends in a failure that stops the checker."""
+    class Array(np.ndarray):
+        def get(self):
+            return np.array(self)
+
+    class Event:
+        ptr, status = 1, 0
+
+        def __init__(self, **kwargs):
+            pass
+
+        def record(self):
+            pass
+
+        def synchronize(self):
+            raise RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+
+    class Cupy:
+        class cuda:
+            Event = Event
+
+            class runtime:
+                @staticmethod
+                def eventQuery(ptr):
+                    return Event.status
+
+        @staticmethod
+        def asarray(host):
+            return np.array(host).view(Array)
+
+    device, calls = checks_gpu.Device(Cupy, 0.2), []
+    data = device.put(np.arange(3, dtype=np.float32))
+    device.launch(lambda grid, block, args: calls.append((grid, block, args)), (1,), (256,), (data,))
+    assert calls == [((1,), (256,), (data,))] and device.get(data).tolist() == [0.0, 1.0, 2.0]
+    Event.status = 600                                            # still running, for ever
+    with pytest.raises(checks_gpu.Wrong) as stopped:
+        device.launch(lambda *args: None, (1,), (1,), ())
+    assert stopped.value.stop and "did not finish within 0.2 s" in stopped.value.detail
+    Event.status = 700                                            # the kernel faulted
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        device.launch(lambda *args: None, (1,), (1,), ())

@@ -114,7 +114,7 @@ MUTANTS = {
         ("rank not divided", "float share = rank[u] / out_degree[u];", "float share = rank[u];",
          "adds rank[u] / out_degree[u]"),
         ("last out-link skipped", "k < out_offsets[u + 1]", "k < out_offsets[u + 1] - 1",
-         "adds rank[u] / out_degree[u]"),
+         "misses its last out-link"),
     ],
     "12_contributions_split": [
         ("no dangling guard", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;", "contrib[u] = rank[u] / degree;",
