@@ -375,14 +375,13 @@ def test_the_real_device_launches_then_waits_and_reports_a_kernel_that_does_not_
         def synchronize(self):
             raise RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
 
-    class Cupy:
-        class cuda:
-            Event = Event
+    class Runtime:
+        @staticmethod
+        def eventQuery(ptr):
+            return Event.status
 
-            class runtime:
-                @staticmethod
-                def eventQuery(ptr):
-                    return Event.status
+    class Cupy:
+        cuda = type("cuda", (), {"Event": Event, "runtime": Runtime})
 
         @staticmethod
         def asarray(host):
