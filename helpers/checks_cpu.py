@@ -12,8 +12,8 @@ import numpy as np
 
 from . import generators, reference
 from .checks_limits import CPU_TIME_LIMIT, Output, call, limit_note
-from .checks_report import (CHANGED_INPUT, Report, Wrong, changed, describe, fresh_seed, random_ranks, run,
-                            worst_vertex)
+from .checks_report import (CHANGED_INPUT, Report, Wrong, changed, describe, fresh_seed, random_ranks, refused,
+                            run, worst_vertex)
 from .graph import Graph
 
 DANGLING_LOST = ("dangling mass lost: the rank of vertices without out-links must be spread over all "
@@ -116,6 +116,13 @@ def _array(value, what: str, kind: str, size: int | None = None) -> np.ndarray:
     return array.astype(np.float64) if kind == "f" else array.astype(np.int64)
 
 
+def _not_a_function(function, exercise: str, seed: int, quiet: bool) -> Report | None:
+    if callable(function):
+        return None
+    return refused(exercise, seed, f"the checker got {describe(function)}",
+                   f"pass your function itself: checks.{exercise}({exercise}), without calling it", quiet)
+
+
 def _pair(value, what: str) -> tuple:
     if not (isinstance(value, (tuple, list)) and len(value) == 2):
         raise Wrong(f"returned {describe(value)}", f"return a pair: {what}")
@@ -174,6 +181,9 @@ def pagerank_step(function, seed=None, quiet: bool = False, time_limit: float = 
     seed = fresh_seed(seed)
     rng = np.random.default_rng(seed)
     output = Output()
+    refusal = _not_a_function(function, "pagerank_step", seed, quiet)
+    if refusal is not None:
+        return refusal
 
     def check(graph):
         n = graph.num_vertices
@@ -213,6 +223,9 @@ def transpose(function, seed=None, quiet: bool = False, time_limit: float = CPU_
     seed = fresh_seed(seed)
     rng = np.random.default_rng(seed)
     output = Output()
+    refusal = _not_a_function(function, "transpose", seed, quiet)
+    if refusal is not None:
+        return refusal
 
     def check(graph):
         n, m = graph.num_vertices, graph.num_edges
@@ -305,6 +318,9 @@ def power_iteration(function, seed=None, quiet: bool = False, time_limit: float 
     seed = fresh_seed(seed)
     rng = np.random.default_rng(seed)
     output = Output()
+    refusal = _not_a_function(function, "power_iteration", seed, quiet)
+    if refusal is not None:
+        return refusal
     graphs = _cpu_graphs(rng)
     try:
         inspect.signature(function).bind(graphs[0], 0.85, 1e-9, max_iter=10)
@@ -380,6 +396,9 @@ def top_k(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME
     seed = fresh_seed(seed)
     rng = np.random.default_rng(seed)
     output = Output()
+    refusal = _not_a_function(function, "top_k", seed, quiet)
+    if refusal is not None:
+        return refusal
     n = 1000 + int(rng.integers(1, 100))
     vectors = {f"{n:,} ranks with many ties (5 distinct values)": rng.integers(1, 6, n) / 10.0,
                f"{n:,} distinct ranks": random_ranks(rng, n),

@@ -21,7 +21,7 @@ from . import generators, reference
 from .checks_limits import GPU_TIME_LIMIT, KernelHung, wait
 from .checks_lint import lint
 from .checks_probe import SPAN, UNSET, probed
-from .checks_report import Report, Wrong, changed, fresh_seed, random_ranks, run, worst_vertex
+from .checks_report import Report, Wrong, changed, describe, fresh_seed, random_ranks, refused, run, worst_vertex
 from .graph import Graph
 
 EPS32 = float(np.finfo(np.float32).eps)
@@ -312,6 +312,9 @@ def _source_cases(code: str, function: str) -> list:
 
 
 def _checker(exercise: str, code: str, function: str, seed, quiet: bool, time_limit: float, cases, check) -> Report:
+    if not isinstance(code, str):
+        return refused(exercise, seed, f"the checker got {describe(code)}",
+                       f"pass the kernel's source, a string: checks.{exercise}(KERNEL) with KERNEL = r\'\'\'...\'\'\'", quiet)
     device = _open_device(time_limit)
 
     def checked(case):

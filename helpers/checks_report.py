@@ -122,6 +122,14 @@ def changed(name: str, before: np.ndarray, after) -> str | None:
             f"{before.ravel()[i]!r} -> {after.ravel()[i]!r}")
 
 
+def refused(exercise: str, seed: int, detail: str, cause: str, quiet: bool) -> Report:
+    """The report when what was passed to the checker cannot be checked at all (not a function, not a source)."""
+    report = Report(exercise, seed, failures=[Failure("what was passed to the checker", detail, cause)], stopped=True)
+    if not quiet:
+        print(report)
+    return report
+
+
 def run(exercise: str, seed: int, cases, check, quiet: bool, notes=(), output=None) -> Report:
     """Call check(case) for every (name, case) and collect passes and failures. ``check`` raises Wrong
     for a wrong answer; any other exception comes from the kernel's compilation or from the GPU, since

@@ -153,3 +153,10 @@ def test_a_stopped_kernel_wait_raises_kernel_hung():
     with pytest.raises(checks_limits.KernelHung, match="did not finish within 0.3 s"):
         checks_limits.wait(FakeCupy, 0.3)
     assert time.monotonic() - start < 2
+
+
+def test_what_cannot_be_checked_at_all_is_said():
+    report = checks.pagerank_step(None, quiet=True)
+    assert report.stopped and "pass your function itself" in report.failures[0].cause and "got None" in str(report)
+    report = checks.pull_list(lambda: None, quiet=True)
+    assert report.stopped and "pass the kernel's source, a string" in report.failures[0].cause
