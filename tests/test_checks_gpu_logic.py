@@ -284,24 +284,30 @@ def test_l1_change_logic(emulate, cause, monkeypatch):
 def fused_update(bound=True, formula="right", guard=True, twice=False, drop_last=False):
     def emulate(threads, args, probed):
         in_offsets, in_sources, out_degree, contrib, mass, d, new_rank, new_contrib, n = args
-        nr, nc, n = Out(new_rank, probed), Out(new_contrib, probed), int(n)
-        d, mass = np.float32(d), np.float32(mass)
-        for t in range(threads):
-            for v in ([t, t - 1] if twice else [t]):
-                if v < 0 or (bound and v >= n):
-                    continue
-                end = int(in_offsets[v + 1]) - (1 if drop_last and in_offsets[v + 1] > in_offsets[v] else 0)
-                s = np.float32(sum(float(contrib[u]) for u in in_sources[int(in_offsets[v]):end]))
-                if formula == "right":
-                    r = d * s + (d * mass + (np.float32(1) - d)) / np.float32(n)
-                elif formula == "dangling lost":
-                    r = d * s + (np.float32(1) - d) / np.float32(n)
-                else:                                       # hard-coded 0.85
-                    r = np.float32(0.85) * s + (np.float32(0.85) * mass + np.float32(0.15)) / np.float32(n)
-                degree = int(out_degree[v])
-                nr.store(v, r, t)
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    nc.store(v, r / np.float32(degree) if (degree or not guard) else 0.0, t)
+        n, d, mass, one = int(n), np.float32(d), np.float32(mass), np.float32(1)
+        v = np.arange(threads)
+        v = v[v < n] if bound else v
+        starts, ends = in_offsets[v].astype(np.int64), in_offsets[v + 1].astype(np.int64)
+        if drop_last:
+            ends = np.where(ends > starts, ends - 1, ends)
+        cumulative = np.concatenate([[0.0], np.cumsum(contrib[in_sources].astype(np.float64))])
+        s = (cumulative[ends] - cumulative[starts]).astype(np.float32)
+        if formula == "right":
+            r = d * s + (d * mass + (one - d)) / np.float32(n)
+        elif formula == "dangling lost":
+            r = d * s + (one - d) / np.float32(n)
+        else:                                               # hard-coded 0.85
+            r = np.float32(0.85) * s + (np.float32(0.85) * mass + np.float32(0.15)) / np.float32(n)
+        degree = out_degree[v].astype(np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = np.where((degree > 0) | (not guard), r / degree, np.float32(0))
+        second = v + 1 < threads if twice else np.zeros(v.size, bool)   # thread v + 1 stores v as well
+        for out, values in ((new_rank, r), (new_contrib, c)):
+            out[v] = values
+            if probed:
+                words = out.view(np.uint32)
+                np.minimum.at(words, SPAN + v, v.astype(np.uint32))
+                np.maximum.at(words, 2 * SPAN + v, (v + second).astype(np.uint32))
     return emulate
 
 
