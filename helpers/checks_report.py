@@ -119,7 +119,7 @@ def changed(name: str, before: np.ndarray, after) -> str | None:
         return None
     i = int(differ[0])
     return (f"{name}: {differ.size:,} of {before.size:,} entries changed, e.g. [{i}]: "
-            f"{before.ravel()[i]!r} -> {after.ravel()[i]!r}")
+            f"{before.ravel()[i].item()!r} -> {after.ravel()[i].item()!r}")
 
 
 def refused(exercise: str, seed: int, detail: str, cause: str, quiet: bool) -> Report:
