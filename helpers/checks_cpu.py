@@ -116,11 +116,13 @@ def _array(value, what: str, kind: str, size: int | None = None) -> np.ndarray:
     return array.astype(np.float64) if kind == "f" else array.astype(np.int64)
 
 
-def _not_a_function(function, exercise: str, seed: int, quiet: bool) -> Report | None:
-    if callable(function):
-        return None
-    return refused(exercise, seed, f"the checker got {describe(function)}",
-                   f"pass your function itself: checks.{exercise}({exercise}), without calling it", quiet)
+def _begin(function, exercise: str, seed, quiet: bool):
+    """(seed, its generator, the capped output, a refusal when ``function`` is not a function, else None)."""
+    seed = fresh_seed(seed)
+    refusal = None if callable(function) else refused(
+        exercise, seed, f"the checker got {describe(function)}",
+        f"pass your function itself: checks.{exercise}({exercise}), without calling it", quiet)
+    return seed, np.random.default_rng(seed), Output(), refusal
 
 
 def _pair(value, what: str) -> tuple:
@@ -178,10 +180,7 @@ def _sum_check(graph: Graph, got: np.ndarray, ranks: np.ndarray, damping: float,
 
 def pagerank_step(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
     """Exercise 01: ``function(graph, ranks, damping)`` returns one power-iteration step (float64)."""
-    seed = fresh_seed(seed)
-    rng = np.random.default_rng(seed)
-    output = Output()
-    refusal = _not_a_function(function, "pagerank_step", seed, quiet)
+    seed, rng, output, refusal = _begin(function, "pagerank_step", seed, quiet)
     if refusal is not None:
         return refusal
 
@@ -220,10 +219,7 @@ def pagerank_step(function, seed=None, quiet: bool = False, time_limit: float = 
 def transpose(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
     """Exercise 02: ``function(num_vertices, out_offsets, out_targets)`` returns (in_offsets, in_sources),
     the in-links of each vertex listed by increasing source, both integer arrays."""
-    seed = fresh_seed(seed)
-    rng = np.random.default_rng(seed)
-    output = Output()
-    refusal = _not_a_function(function, "transpose", seed, quiet)
+    seed, rng, output, refusal = _begin(function, "transpose", seed, quiet)
     if refusal is not None:
         return refusal
 
@@ -315,10 +311,7 @@ def power_iteration(function, seed=None, quiet: bool = False, time_limit: float 
     """Exercise 03: ``function(graph, damping, tol, max_iter)`` returns (ranks, iterations): power iteration
     from the uniform vector until the L1 change of one step is below tol, counting every step taken
     (the last one too), or until max_iter steps, returning then the ranks after max_iter steps and max_iter."""
-    seed = fresh_seed(seed)
-    rng = np.random.default_rng(seed)
-    output = Output()
-    refusal = _not_a_function(function, "power_iteration", seed, quiet)
+    seed, rng, output, refusal = _begin(function, "power_iteration", seed, quiet)
     if refusal is not None:
         return refusal
     graphs = _cpu_graphs(rng)
@@ -394,10 +387,7 @@ def power_iteration(function, seed=None, quiet: bool = False, time_limit: float 
 def top_k(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
     """Exercise 33: ``function(ranks, k)`` returns the indices of the k largest ranks (integers), largest
     first, ties to the smaller vertex id, all n of them when k > n."""
-    seed = fresh_seed(seed)
-    rng = np.random.default_rng(seed)
-    output = Output()
-    refusal = _not_a_function(function, "top_k", seed, quiet)
+    seed, rng, output, refusal = _begin(function, "top_k", seed, quiet)
     if refusal is not None:
         return refusal
     n = 1000 + int(rng.integers(1, 100))
