@@ -65,6 +65,10 @@ class IntegrityError(RuntimeError):
     """The file arrived but is not what the registry describes; nothing was cached."""
 
 
+class UnknownDatasetError(KeyError):
+    """A dataset name the registry does not know; the message lists the known ones."""
+
+
 class SettingError(ValueError):
     """An environment setting ($PAGERANK_DATA_URL, $PAGERANK_DATA_STATISTICS) that cannot be used."""
 
@@ -153,7 +157,7 @@ def dataset(name_or_dataset) -> Dataset:
     try:
         return DATASETS[name_or_dataset]
     except (KeyError, TypeError):
-        raise KeyError(f"unknown dataset {name_or_dataset!r}; known: {', '.join(DATASETS)}") from None
+        raise UnknownDatasetError(f"unknown dataset {name_or_dataset!r}; known: {', '.join(DATASETS)}") from None
 
 
 def sha256_of(path: Path) -> str:
@@ -552,6 +556,9 @@ def statistics_of(graph: Graph, *, undirected: bool = False) -> dict[str, int]:
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import connected_components
 
+    if not isinstance(graph, Graph):
+        raise ArgumentError(f"expected a helpers.graph.Graph, got {type(graph).__name__}")
+    undirected = check_flag(undirected, "undirected")
     n = graph.num_vertices
     matrix = csr_matrix((np.ones(graph.num_edges, dtype=np.int8), graph.out_targets, graph.out_offsets),
                         shape=(n, n))
@@ -792,6 +799,21 @@ def _load_cached(ds: Dataset, verbose: bool) -> tuple[Graph, Path] | None:
 
 # --- the public entry points ----------------------------------------------------------------------
 
+STALE_STAGING = 24 * 3600     # seconds: a staging folder this old was left by an interrupted run
+
+
+def _remove_stale_staging(folder: Path) -> None:
+    """Remove staging folders that interrupted runs left behind (a web-Google download is 20 MB each); a
+    young one may belong to a download running in another process, so it stays."""
+    now = time.time()
+    for staging in folder.glob(".download-*"):
+        try:
+            if now - staging.stat().st_mtime > STALE_STAGING:
+                shutil.rmtree(staging, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def _seconds(value, name: str, *, allow_none: bool = False, allow_zero: bool = False) -> float | None:
     if value is None and allow_none:
         return None
@@ -835,14 +857,22 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
         if urlsplit(url).scheme.lower() == "http":
             print(f"WARNING: {ds.name}: {url} is plain http://: the transfer is not authenticated; only the checks "
                   f"of counts and structure below can catch an altered file")
-        staging = Path(tempfile.mkdtemp(prefix=".download-", dir=folder))
+        _remove_stale_staging(folder)
+        try:
+            staging = Path(tempfile.mkdtemp(prefix=".download-", dir=folder))
+        except OSError as error:
+            raise DownloadError(f"{ds.name}: cannot stage the download in {folder} ({error.strerror or error})") from None
         try:
             if verbose:
                 print(f"{ds.name}: downloading {url}")
             fetched = staging / ds.filename
             _fetch(ds, url, fetched, limits, progress=progress, verbose=verbose)
             graph, info = _check(ds, fetched)
-            os.replace(fetched, raw)
+            try:
+                os.replace(fetched, raw)
+            except OSError as error:
+                print(f"{ds.name}: could not keep the download in {folder} ({error.strerror or error}); "
+                      f"the graph is used, but the file is not cached")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     else:

@@ -250,10 +250,12 @@ def _build(n: int, src: np.ndarray, dst: np.ndarray, original_ids, name: str) ->
 
 
 def check_csr(num_vertices: int, out_offsets, out_targets, in_offsets, in_sources, out_degree,
-              original_ids=None) -> None:
+              original_ids=None, *, transpose: bool = True) -> None:
     """Raise GraphFormatError unless the arrays form a graph that is safe to use: the dtypes the kernels
     expect, consistent shapes, offsets that start at 0, never decrease and end at the edge count, every id in
-    0..n-1, degrees that agree with the offsets, and rows listed in strictly increasing order.
+    0..n-1, degrees that agree with the offsets, and rows listed in strictly increasing order. With
+    ``transpose``, also in-degrees equal to the counts of out-link targets (a bincount: the costliest check;
+    a content hash can stand in for it).
 
     Run on arrays from outside (a cache file) before anything indexes with them: an id of 10**9 must be
     refused here, not reach SciPy or a kernel.
@@ -296,7 +298,7 @@ def check_csr(num_vertices: int, out_offsets, out_targets, in_offsets, in_source
                                        f"(at position {int(np.flatnonzero(steps)[0]) + 1:,})")
         if key == "out" and not np.array_equal(degree, out_degree):
             raise GraphFormatError("out_degree disagrees with out_offsets")
-        if key == "in" and m and not np.array_equal(degree, np.bincount(out_targets, minlength=n)):
+        if key == "in" and transpose and m and not np.array_equal(degree, np.bincount(out_targets, minlength=n)):
             raise GraphFormatError("in_offsets disagree with the targets of the out-links: not a transpose")
 
 
@@ -536,13 +538,19 @@ def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None =
 
 
 def write_edge_list(graph: Graph, path, *, header: str | None = None) -> Path:
-    """Write a graph as a SNAP-style edge list (gzipped when the name ends in .gz), original ids if known."""
+    """Write a graph as a SNAP-style edge list (gzipped when the name ends in .gz), original ids if known.
+    The header (default: the graph's name) becomes one comment line, whatever line breaks it holds."""
+    if not isinstance(graph, Graph):
+        raise ArgumentError(f"expected a Graph, got {type(graph).__name__}")
+    if header is not None and not isinstance(header, str):
+        raise ArgumentError(f"header must be a string, got {header!r}")
     path = Path(os.fspath(path))
     src, dst = graph.edges()
     ids = graph.original_ids
     if ids is not None:
         src, dst = ids[src], ids[dst]
-    lines = [f"# {header or graph.name}",
+    title = " ".join((header or graph.name).split())      # a line break would end the comment mid-header
+    lines = [f"# {title}",
              f"# Nodes: {graph.num_vertices} Edges: {graph.num_edges}",
              "# FromNodeId\tToNodeId"]
     pairs = np.column_stack([src, dst]).ravel().tolist()

@@ -87,6 +87,9 @@ def teleport_vector(num_vertices: int, personalization=None) -> np.ndarray:
 def pagerank_step(graph: Graph, ranks: np.ndarray, damping: float, teleport: np.ndarray) -> np.ndarray:
     """One power-iteration step in float64: pull rank along in-links, redistribute dangling mass, teleport."""
     ranks = np.asarray(ranks, dtype=np.float64)
+    if ranks.shape != (graph.num_vertices,) or np.shape(teleport) != (graph.num_vertices,):
+        raise ArgumentError(f"ranks and teleport need one entry per vertex ({graph.num_vertices}), "
+                            f"got shapes {ranks.shape} and {np.shape(teleport)}")
     degree = graph.out_degree
     contributions = np.divide(ranks, degree, out=np.zeros_like(ranks), where=degree > 0)
     dangling_mass = ranks[graph.dangling].sum()

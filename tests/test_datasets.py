@@ -320,3 +320,22 @@ def test_an_undirected_registry_entry_is_read_undirected_without_warnings(server
 def test_registry_entries_are_checked(fields, message):
     with pytest.raises(datasets.ArgumentError, match=message):
         datasets.Dataset(**{**SMALL.__dict__, **fields})
+
+
+def test_unknown_names_are_the_projects_key_error():
+    with pytest.raises(datasets.UnknownDatasetError, match="unknown dataset 'web-google'; known: web-Google"):
+        datasets.dataset("web-google")
+    assert issubclass(datasets.UnknownDatasetError, KeyError)
+
+
+def test_staging_folders_left_by_interrupted_runs_are_removed(server):
+    import os
+    folder = datasets.cache_dir(SMALL)
+    old, young = folder / ".download-old", folder / ".download-young"
+    for staging in (old, young):
+        staging.mkdir()
+        (staging / SMALL.filename).write_bytes(b"partial")
+    day_ago = time.time() - 2 * datasets.STALE_STAGING
+    os.utime(old, (day_ago, day_ago))
+    datasets.load(SMALL, retries=1, progress=False)
+    assert not old.exists() and young.exists()                     # a young one may be another download

@@ -348,3 +348,10 @@ def test_check_csr_accepts_built_graphs_and_names_what_is_wrong():
         check_csr(g.num_vertices, **{**arrays, "in_sources": arrays["in_sources"].astype(np.int64)})
     with pytest.raises(GraphFormatError, match=r"must be int32 of length"):
         check_csr(g.num_vertices, **{**arrays, "out_targets": arrays["out_targets"][:-1]})
+
+
+def test_a_header_with_line_breaks_stays_one_comment(tmp_path):
+    g = from_edges([0, 1], [1, 2], name="two\nlines\r\n5 6")
+    path = write_edge_list(g, tmp_path / "g.txt")
+    assert read_edge_list(path).num_edges == 2                     # '5 6' did not become an edge
+    assert path.read_text().splitlines()[0] == "# two lines 5 6"
