@@ -4,6 +4,8 @@ misbehave the ways real servers and networks do: drop the connection mid-body, t
 before its headers, redirect anywhere, send no length, or send without end."""
 from __future__ import annotations
 
+import functools
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -165,3 +167,10 @@ def snap_file(graph: Graph, path: Path, id_space: int | None = None, seed: int =
         src, dst = graph.edges()
         graph = from_edges(src, dst, graph.num_vertices, original_ids=ids, name=graph.name)
     return write_edge_list(graph, path, header=f"generated test file: {graph.name}")
+
+
+@functools.cache
+def snap_bytes(graph: Graph, id_space: int | None = None, seed: int = 0) -> bytes:
+    """The bytes of ``snap_file`` for this graph, made once per test session."""
+    with tempfile.TemporaryDirectory() as folder:
+        return snap_file(graph, Path(folder) / "served.txt.gz", id_space, seed).read_bytes()

@@ -6,7 +6,6 @@ import json
 import os
 import threading
 import time
-import zipfile
 
 import numpy as np
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from helpers import datasets
 from helpers.generators import rmat_graph
 from helpers.reference import pagerank
-from snapserver import SnapServer, snap_file
+from snapserver import SnapServer, snap_bytes
 
 GRAPH = rmat_graph(3_000, 20_000, seed=9, name="cache test graph")
 SMALL = datasets.Dataset("test-cache", "test-cache.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
@@ -28,7 +27,7 @@ def server(tmp_path, monkeypatch):
     monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv(datasets.STATISTICS_VARIABLE, raising=False)
-    srv.serve(SMALL.filename, snap_file(GRAPH, tmp_path / "served.txt.gz", id_space=10_000).read_bytes())
+    srv.serve(SMALL.filename, snap_bytes(GRAPH, id_space=10_000))
     yield srv
     srv.close()
 
@@ -220,7 +219,7 @@ def test_cache_files_are_replaced_atomically_under_a_concurrent_reader(server, m
     threads = [threading.Thread(target=writer), threading.Thread(target=reader)]
     for t in threads:
         t.start()
-    time.sleep(1.5)
+    time.sleep(0.8)
     stop.set()
     for t in threads:
         t.join()

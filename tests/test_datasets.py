@@ -11,7 +11,7 @@ import pytest
 
 from helpers import datasets
 from helpers.generators import rmat_graph
-from snapserver import SnapServer, snap_file
+from snapserver import SnapServer, snap_bytes
 
 GRAPH = rmat_graph(3_000, 20_000, seed=9, name="test graph")
 SMALL = datasets.Dataset("test-small", "test-small.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
@@ -24,7 +24,7 @@ def server(tmp_path, monkeypatch):
     monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv(datasets.STATISTICS_VARIABLE, raising=False)
     monkeypatch.setattr(datasets, "RETRY_PAUSE", 0.05)
-    srv.body = snap_file(GRAPH, tmp_path / "served.txt.gz", id_space=10_000).read_bytes()
+    srv.body = snap_bytes(GRAPH, id_space=10_000)
     srv.serve(SMALL.filename, srv.body)
     yield srv
     srv.close()

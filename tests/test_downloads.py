@@ -13,7 +13,7 @@ import pytest
 
 from helpers import datasets
 from helpers.generators import rmat_graph
-from snapserver import SnapServer, snap_file
+from snapserver import SnapServer, snap_bytes
 
 GRAPH = rmat_graph(2_000, 12_000, seed=21, name="download test graph")
 SMALL = datasets.Dataset("test-dl", "test-dl.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
@@ -27,7 +27,7 @@ def server(tmp_path, monkeypatch):
     monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv(datasets.STATISTICS_VARIABLE, raising=False)
     monkeypatch.setattr(datasets, "RETRY_PAUSE", 0.05)
-    srv.body = snap_file(GRAPH, tmp_path / "served.txt.gz", id_space=9_000).read_bytes()
+    srv.body = snap_bytes(GRAPH, id_space=9_000)
     srv.serve(SMALL.filename, srv.body)
     yield srv
     srv.close()
@@ -78,43 +78,43 @@ def test_a_connection_dropped_every_time_is_a_download_error_and_falls_back(serv
 
 
 def test_a_trickling_server_is_a_stall_within_the_window(server):
-    server.plan(SMALL.filename, server.trickle(interval=0.5))
-    error, seconds = timed(lambda: load(min_rate=1_000, stall_window=1.5))
+    server.plan(SMALL.filename, server.trickle(interval=0.1))          # 10 bytes/s: 2 MB take 2.5 days
+    error, seconds = timed(lambda: load(min_rate=1_000, stall_window=0.6))
     assert isinstance(error, datasets.DownloadError)
     assert "the transfer stalled" in str(error) and "below the minimum of 1,000 bytes/s" in str(error)
-    assert 1.4 < seconds < 5
+    assert 0.55 < seconds < 3
     assert cached_files(SMALL) == []
 
 
 def test_headers_that_never_end_are_a_stall_too(server):
-    server.plan(SMALL.filename, server.slow_headers(interval=0.2))
-    error, seconds = timed(lambda: load(min_rate=1_000, stall_window=1.0))
+    server.plan(SMALL.filename, server.slow_headers(interval=0.1))
+    error, seconds = timed(lambda: load(min_rate=1_000, stall_window=0.5))
     assert isinstance(error, datasets.DownloadError) and "the transfer stalled: 0 bytes" in str(error)
     assert seconds < 4
 
 
 def test_a_server_that_never_answers_times_out(server):
     server.plan(SMALL.filename, server.silent())
-    error, seconds = timed(lambda: load(timeout=0.5))
+    error, seconds = timed(lambda: load(timeout=0.3))
     assert isinstance(error, datasets.DownloadError)
-    assert "the server sent nothing for 0.5 s (no answer to the request)" in str(error)
+    assert "the server sent nothing for 0.3 s (no answer to the request)" in str(error)
     assert seconds < 4
 
 
 def test_the_overall_deadline_holds_even_for_a_steady_slow_server(server):
     server.plan(SMALL.filename, server.trickle(interval=0.05, step=1_000))
-    error, seconds = timed(lambda: load(deadline=1.0, min_rate=100, retries=3))
+    error, seconds = timed(lambda: load(deadline=0.6, min_rate=100, retries=3))
     assert isinstance(error, datasets.DownloadError)
     assert "did not finish within its deadline of 1 s" in str(error) and "pass deadline=" in str(error)
-    assert seconds < 3 and len(server.requests) == 1          # the deadline is not retried
+    assert 0.55 < seconds < 2 and len(server.requests) == 1   # the deadline is not retried
 
 
 def test_a_default_deadline_follows_from_the_announced_size(server, monkeypatch):
-    monkeypatch.setattr(datasets, "DEADLINE_SLACK", 0.5)      # 0.5 s + size / min_rate
+    monkeypatch.setattr(datasets, "DEADLINE_SLACK", 0.2)      # 0.2 s + size / min_rate = 0.7 s
     server.plan(SMALL.filename, server.trickle(interval=0.05, step=len(server.body) // 100))   # ~5 s in all
-    error, seconds = timed(lambda: load(min_rate=len(server.body), stall_window=60))
-    assert isinstance(error, datasets.DownloadError) and "did not finish within its deadline of 2 s" in str(error)
-    assert 1.4 < seconds < 3
+    error, seconds = timed(lambda: load(min_rate=2 * len(server.body), stall_window=60))
+    assert isinstance(error, datasets.DownloadError) and "did not finish within its deadline of 1 s" in str(error)
+    assert 0.65 < seconds < 2
 
 
 def test_a_server_that_is_not_http(server):
