@@ -4,6 +4,7 @@ misbehave the ways real servers and networks do: drop the connection mid-body, t
 before its headers, redirect anywhere, send no length, or send without end."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import tempfile
 import threading
@@ -174,3 +175,30 @@ def snap_bytes(graph: Graph, id_space: int | None = None, seed: int = 0) -> byte
     """The bytes of ``snap_file`` for this graph, made once per test session."""
     with tempfile.TemporaryDirectory() as folder:
         return snap_file(graph, Path(folder) / "served.txt.gz", id_space, seed).read_bytes()
+
+
+@contextlib.contextmanager
+def serving(monkeypatch, folder: Path, ds, body: bytes):
+    """A SnapServer serving ``body`` as the file of dataset ``ds``, with the data settings pointed at it and
+    at ``folder`` (data directory and home), SNAP's statistics in force and short pauses between retries."""
+    from helpers import datasets
+
+    server = SnapServer()
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, server.url)
+    monkeypatch.setenv("PAGERANK_DATA_DIR", str(folder / "data"))
+    monkeypatch.setenv("HOME", str(folder / "home"))
+    monkeypatch.delenv(datasets.STATISTICS_VARIABLE, raising=False)
+    monkeypatch.setattr(datasets, "RETRY_PAUSE", 0.05)
+    server.body = body
+    server.serve(ds.filename, body)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def cached_files(ds) -> list[str]:
+    """The files in a dataset's cache folder."""
+    from helpers import datasets
+
+    return sorted(p.name for p in datasets.cache_dir(ds).rglob("*") if p.is_file())

@@ -13,7 +13,7 @@ import pytest
 from helpers import datasets
 from helpers.generators import rmat_graph
 from helpers.reference import pagerank
-from snapserver import SnapServer, snap_bytes
+from snapserver import serving, snap_bytes
 
 GRAPH = rmat_graph(3_000, 20_000, seed=9, name="cache test graph")
 SMALL = datasets.Dataset("test-cache", "test-cache.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
@@ -22,14 +22,8 @@ KEYS = datasets.ARRAYS
 
 @pytest.fixture
 def server(tmp_path, monkeypatch):
-    srv = SnapServer()
-    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, srv.url)
-    monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.delenv(datasets.STATISTICS_VARIABLE, raising=False)
-    srv.serve(SMALL.filename, snap_bytes(GRAPH, id_space=10_000))
-    yield srv
-    srv.close()
+    with serving(monkeypatch, tmp_path, SMALL, snap_bytes(GRAPH, id_space=10_000)) as srv:
+        yield srv
 
 
 def load(**kwargs):

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import datasets
 from helpers.generators import rmat_graph
-from snapserver import SnapServer, snap_bytes
+from snapserver import cached_files, serving, snap_bytes
 
 GRAPH = rmat_graph(3_000, 20_000, seed=9, name="test graph")
 SMALL = datasets.Dataset("test-small", "test-small.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
@@ -19,20 +19,9 @@ SMALL = datasets.Dataset("test-small", "test-small.txt.gz", True, GRAPH.num_vert
 
 @pytest.fixture
 def server(tmp_path, monkeypatch):
-    srv = SnapServer()
-    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, srv.url)
-    monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.delenv(datasets.STATISTICS_VARIABLE, raising=False)
-    monkeypatch.setattr(datasets, "RETRY_PAUSE", 0.05)
-    srv.body = snap_bytes(GRAPH, id_space=10_000)
-    srv.serve(SMALL.filename, srv.body)
-    yield srv
-    srv.close()
+    with serving(monkeypatch, tmp_path, SMALL, snap_bytes(GRAPH, id_space=10_000)) as srv:
+        yield srv
 
-
-def cached_files(ds):
-    folder = datasets.cache_dir(ds)
-    return sorted(p.name for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
 
 
 def test_download_shows_progress_fills_the_cache_and_relabels(server, capfd):

@@ -13,7 +13,7 @@ import pytest
 
 from helpers import datasets
 from helpers.generators import rmat_graph
-from snapserver import SnapServer, snap_bytes
+from snapserver import cached_files, serving, snap_bytes
 
 GRAPH = rmat_graph(2_000, 12_000, seed=21, name="download test graph")
 SMALL = datasets.Dataset("test-dl", "test-dl.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
@@ -22,20 +22,9 @@ NOISE = ("Traceback", "urllib3", "HTTPConnectionPool", "HTTPSConnectionPool", "M
 
 @pytest.fixture
 def server(tmp_path, monkeypatch):
-    srv = SnapServer()
-    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, srv.url)
-    monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.delenv(datasets.STATISTICS_VARIABLE, raising=False)
-    monkeypatch.setattr(datasets, "RETRY_PAUSE", 0.05)
-    srv.body = snap_bytes(GRAPH, id_space=9_000)
-    srv.serve(SMALL.filename, srv.body)
-    yield srv
-    srv.close()
+    with serving(monkeypatch, tmp_path, SMALL, snap_bytes(GRAPH, id_space=9_000)) as srv:
+        yield srv
 
-
-def cached_files(ds):
-    folder = datasets.cache_dir(ds)
-    return sorted(p.name for p in folder.rglob("*") if p.is_file())
 
 
 def load(**kwargs):

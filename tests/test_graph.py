@@ -107,10 +107,17 @@ def test_undirected_pairs_become_two_edges(tmp_path):
     ("0 1\n-4 2\n", r"line 2: negative vertex id -4"),
     ("0 1\n7\n", r"line 2: expected two vertex ids \(source target\), found 1 column"),
     ("0 1 2\n", r"line 1: expected two vertex ids \(source target\), found 3 column"),
+    ("0 1\n1 9223372036854775808\n", r"line 2: vertex id 9223372036854775808 does not fit in 64 bits"),
+    # binary garbage in the body: the line is named, never a UnicodeDecodeError
+    (b"0 1\n\x00\xff\x13 2\n", r"line 2: '\\x00\xff\\x13' is not an integer vertex id"),
+    (b"0 1\n1 2\n\xde\xad\xbe\xef\n", r"line 3: expected two vertex ids \(source target\), found 1 column"),
+    (b"0 1\n1\xc2\xa02\n", r"line 2: .* is not an integer vertex id"),
+    (b"0 1\n\x89PNG\r\n\x1a\n", r"line 2: expected two vertex ids \(source target\), found 1 column"),
+    (b"0 1\n\x89PNG x\r\n", r"line 2: '\\x89PNG' is not an integer vertex id"),
 ])
 def test_malformed_lines_are_named(tmp_path, body, message):
     path = tmp_path / "bad.txt"
-    path.write_text(body)
+    path.write_bytes(body if isinstance(body, bytes) else body.encode())
     with pytest.raises(GraphFormatError, match=message) as caught:
         read_edge_list(path)
     assert str(path) in str(caught.value)
@@ -179,15 +186,6 @@ def test_any_byte_in_a_comment_is_accepted(tmp_path, comment):
     assert g.num_edges == 2 and g.out_targets.tolist() == [1, 2]
 
 
-@pytest.mark.parametrize("body, line", [(b"0 1\n\x00\xff\x13 2\n", 2), (b"0 1\n1 2\n\xde\xad\xbe\xef\n", 3),
-                                        (b"0 1\n1\xc2\xa02\n", 2), (b"0 1\n\x89PNG\r\n\x1a\n", 2)])
-def test_binary_garbage_in_the_body_names_the_line(tmp_path, body, line):
-    path = tmp_path / "garbage.txt"
-    path.write_bytes(body)
-    with pytest.raises(GraphFormatError, match=rf"garbage\.txt: line {line}: "):
-        read_edge_list(path)
-
-
 def test_reading_does_not_depend_on_the_locale(tmp_path):
     import subprocess
     import sys
@@ -202,13 +200,6 @@ def test_reading_does_not_depend_on_the_locale(tmp_path):
                           cwd=str(__import__("pathlib").Path(__file__).parent.parent), timeout=60)
     assert done.returncode == 0, done.stderr
     assert "refused:" in done.stdout and "line 4: 'x' is not an integer vertex id" in done.stdout
-
-
-def test_ids_beyond_64_bits_in_a_file_are_reported_as_written(tmp_path):
-    path = tmp_path / "big.txt"
-    path.write_text("0 1\n1 9223372036854775808\n")
-    with pytest.raises(GraphFormatError, match=r"line 2: vertex id 9223372036854775808 does not fit in 64 bits"):
-        read_edge_list(path)
 
 
 def test_a_header_that_disagrees_with_the_body_is_warned_about(tmp_path):
