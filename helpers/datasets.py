@@ -373,10 +373,13 @@ def _connection_problem(causes) -> str:
     return system.strerror if system is not None else type(causes[-1]).__name__
 
 
-def _classify(error: BaseException, transfer: _Transfer, timeout: float) -> BaseException:
+def _classify(error: BaseException, transfer: _Transfer, limits: _Limits) -> BaseException:
     """Turn whatever the HTTP stack raised into _Retry (worth another attempt) or DownloadError."""
+    import http.client
+
     import requests
 
+    timeout = min(limits.timeout, limits.window)
     causes = _causes(error)
     if isinstance(error, (_Retry, DownloadError, IntegrityError)):
         return error
@@ -386,13 +389,17 @@ def _classify(error: BaseException, transfer: _Transfer, timeout: float) -> Base
         return DownloadError(_tls_problem(causes))
     got = f"{transfer.received:,}" + (f" of {transfer.total:,}" if transfer.total is not None else "")
     if isinstance(error, requests.exceptions.ConnectTimeout):
-        return _Retry(f"could not connect: no answer within {timeout:g} s")
+        return _Retry(f"could not connect: no answer within {limits.timeout:g} s")
     if any(isinstance(c, (requests.exceptions.ReadTimeout, socket.timeout, TimeoutError)) or
            type(c).__name__ == "ReadTimeoutError" for c in causes):
         return _Retry(f"the server sent nothing for {timeout:g} s" +
                       (f" after {got} bytes" if transfer.answered.is_set() else " (no answer to the request)"))
     if transfer.answered.is_set():
         return _Retry(f"the connection was lost after {got} bytes ({_connection_problem(causes)})")
+    odd = next((c for c in causes if isinstance(c, http.client.HTTPException) and not isinstance(c, ConnectionError)
+                and type(c).__name__ != "IncompleteRead"), None)
+    if odd is not None:
+        return DownloadError(f"the server's answer is not valid HTTP ({type(odd).__name__})")
     if isinstance(error, (requests.exceptions.ConnectionError, ConnectionError)):
         return _Retry(f"could not connect: {_connection_problem(causes)}")
     if isinstance(error, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
@@ -442,7 +449,12 @@ def _receive(url: str, part: Path, limits: _Limits, transfer: _Transfer) -> None
                 transfer.answered_at = time.time()
                 transfer.answered.set()
                 read = getattr(response.raw, "read1", None) or response.raw.read   # read1: whatever has arrived
-                with open(part, "wb") as out:
+                try:
+                    out = open(part, "wb")
+                except OSError as error:
+                    raise DownloadError(f"could not write the download to {part.parent}: "
+                                        f"{error.strerror or error}") from None
+                with out:
                     while not transfer.cancelled:
                         chunk = read(CHUNK, decode_content=False)
                         if not chunk:
@@ -459,7 +471,7 @@ def _receive(url: str, part: Path, limits: _Limits, transfer: _Transfer) -> None
             if not transfer.cancelled and transfer.total is not None and transfer.received < transfer.total:
                 raise _Retry(f"the connection closed after {transfer.received:,} of {transfer.total:,} bytes")
     except BaseException as error:      # noqa: BLE001: the caller's thread reports it
-        transfer.error = _classify(error, transfer, read_timeout)
+        transfer.error = _classify(error, transfer, limits)
     finally:
         transfer.done.set()
 
@@ -850,7 +862,8 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
     folder, passed = _cache_folder(ds)
     if passed:
         print(f"{ds.name}: cannot write to {passed[0]}; keeping the cache in {folder.parent} instead")
-    raw = folder / ds.filename
+    raw = next((root / ds.name / ds.filename for root in _candidate_roots()    # a file kept earlier, maybe in a
+                if (root / ds.name / ds.filename).is_file()), folder / ds.filename)   # folder now read-only
     url = ds.url
     if not raw.is_file():
         url = _source_url(ds)
@@ -879,8 +892,12 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
         try:
             graph, info = _check(ds, raw)
         except IntegrityError as error:
-            raw.unlink(missing_ok=True)     # a damaged cached file is never used, and never kept
-            raise IntegrityError(f"{error} (the cached file {raw} was removed: the next call downloads it again)") from None
+            try:
+                raw.unlink(missing_ok=True)     # a damaged cached file is never used, and never kept
+                what = "was removed: the next call downloads it again"
+            except OSError as failure:
+                what = f"could not be removed ({failure.strerror}): delete it, and the next call downloads it again"
+            raise IntegrityError(f"{error} (the cached file {raw} {what})") from None
     info = {"name": ds.name, "url": url, "directed": ds.directed, **info}
     try:
         _save(graph, folder, info)

@@ -279,3 +279,21 @@ def test_the_cached_reload_is_fast(server):
     start = time.perf_counter()
     load()
     assert time.perf_counter() - start < 0.5
+
+
+def test_a_file_kept_in_a_folder_now_read_only_is_parsed_not_downloaded(server, tmp_path, monkeypatch, capsys):
+    first = load()
+    folder = datasets.cache_dir(SMALL)
+    (folder / "info.json").write_text("[]")                      # e.g. a cache of an older format
+    monkeypatch.setattr(datasets, "_candidate_roots", lambda: [folder.parent, tmp_path / "home" / "cache"])
+    folder.chmod(0o555)
+    try:
+        if os.access(folder, os.W_OK):                           # root: make the folder unusable another way
+            writable = datasets._unwritable
+            monkeypatch.setattr(datasets, "_unwritable", lambda f: "read-only" if f == folder else writable(f))
+        again = load()
+    finally:
+        folder.chmod(0o755)
+    assert identical(again, first) and len(server.requests) == 1
+    assert "keeping the cache in" in capsys.readouterr().out
+    assert (tmp_path / "home" / "cache" / SMALL.name / "graph.npz").is_file()
