@@ -636,7 +636,7 @@ def _check(ds: Dataset, path: Path) -> tuple[Graph, dict]:
     start = time.perf_counter()
     try:
         header = read_header(path)
-        pairs = read_edge_pairs(path)
+        pairs = read_edge_pairs(path, max_lines=ds.listed_edges)     # a file that expands without end stops here
         graph = graph_from_pairs(pairs, undirected=not ds.directed, name=ds.name)
     except GraphFormatError as error:
         raise IntegrityError(f"{ds.name}: the download cannot be parsed: {error}") from None

@@ -372,27 +372,35 @@ def _existing(path) -> Path:
     return path
 
 
-def read_edge_pairs(path, num_vertices: int | None = None) -> np.ndarray:
+def read_edge_pairs(path, num_vertices: int | None = None, *, max_lines: int | None = None) -> np.ndarray:
     """The (k, 2) int64 array of id pairs in a SNAP-style edge list, one row per edge line, checked:
     integers only, two per line, none negative, all below ``num_vertices`` when it is given. Comments may
-    hold any bytes; a malformed body line raises GraphFormatError naming the file and the line."""
+    hold any bytes; a malformed body line raises GraphFormatError naming the file and the line. With
+    ``max_lines``, reading stops after one line more and a longer file is refused: memory stays bounded
+    even for a compressed file that expands without end."""
     path = _existing(path)
     if num_vertices is not None:
         num_vertices = check_integer(num_vertices, "num_vertices", minimum=1)
+    if max_lines is not None:
+        max_lines = check_integer(max_lines, "max_lines", minimum=1)
+    rows = None if max_lines is None else max_lines + 1
     try:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # "input contained no data": handled below
                 if _has_bom(path):                    # rare: through a wrapper that skips the mark
                     with _open_text(path) as text:
-                        pairs = np.loadtxt(text, dtype=np.int64, comments="#", ndmin=2)
+                        pairs = np.loadtxt(text, dtype=np.int64, comments="#", ndmin=2, max_rows=rows)
                 else:                                 # NumPy's own reader is twice as fast as a wrapper
-                    pairs = np.loadtxt(path, dtype=np.int64, comments="#", ndmin=2, encoding="latin-1")
+                    pairs = np.loadtxt(path, dtype=np.int64, comments="#", ndmin=2, encoding="latin-1",
+                                       max_rows=rows)
         except ValueError as error:
             detail = _first_bad_line(path, num_vertices)
             raise GraphFormatError(f"{path}: {detail or error}") from None
         if pairs.size == 0:
             raise GraphFormatError(f"{path}: no edges found (the file is empty or holds only comments)")
+        if max_lines is not None and pairs.shape[0] > max_lines:
+            raise GraphFormatError(f"{path}: more than {max_lines:,} edge lines")
         if pairs.shape[1] != 2 or (pairs < 0).any() or (num_vertices is not None and (pairs >= num_vertices).any()):
             detail = _first_bad_line(path, num_vertices)
             raise GraphFormatError(f"{path}: {detail or 'expected two vertex ids per line'}")

@@ -328,3 +328,10 @@ def test_staging_folders_left_by_interrupted_runs_are_removed(server):
     os.utime(old, (day_ago, day_ago))
     datasets.load(SMALL, retries=1, progress=False)
     assert not old.exists() and young.exists()                     # a young one may be another download
+
+
+def test_a_file_that_expands_beyond_its_lines_is_refused_without_reading_it_all(server):
+    bomb = gzip.compress(b"0 1\n" * (20 * SMALL.listed_edges))            # 20 times the lines, 1% of the bytes
+    server.serve(SMALL.filename, bomb)
+    with pytest.raises(datasets.IntegrityError, match=rf"cannot be parsed: .*more than {SMALL.listed_edges:,} edge lines"):
+        datasets.load(SMALL, retries=1, progress=False)

@@ -6,7 +6,7 @@ import pytest
 import scipy.sparse as sp
 
 from helpers.graph import (ArgumentError, GraphFormatError, GraphFormatWarning, INT32_EDGE_LIMIT, check_csr,
-                           from_edges, offsets_dtype, read_edge_list, relabel, write_edge_list)
+                           from_edges, offsets_dtype, read_edge_list, read_edge_pairs, relabel, write_edge_list)
 from helpers.generators import adversarial_graph, random_graph
 
 
@@ -346,3 +346,11 @@ def test_a_header_with_line_breaks_stays_one_comment(tmp_path):
     path = write_edge_list(g, tmp_path / "g.txt")
     assert read_edge_list(path).num_edges == 2                     # '5 6' did not become an edge
     assert path.read_text().splitlines()[0] == "# two lines 5 6"
+
+
+def test_reading_stops_after_max_lines(tmp_path):
+    path = tmp_path / "long.txt.gz"
+    path.write_bytes(gzip.compress(b"# a compressed file that expands far beyond what it claims\n" + b"0 1\n" * 200_000))
+    with pytest.raises(GraphFormatError, match=r"long\.txt\.gz: more than 1,000 edge lines"):
+        read_edge_pairs(path, max_lines=1_000)
+    assert read_edge_pairs(path, max_lines=200_000).shape == (200_000, 2)
