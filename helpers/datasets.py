@@ -781,7 +781,7 @@ def _read_cache(ds: Dataset, folder: Path) -> Graph | None:
                   "in_offsets": (np.dtype(offsets_dtype(m)), n + 1), "in_sources": (np.dtype(np.int32), m),
                   "out_degree": (np.dtype(np.int32), n), "original_ids": (np.dtype(np.int64), n)}
         arrays = _read_arrays(folder / "graph.npz", wanted)
-        check_csr(n, **arrays, transpose=False)     # whether in-CSR is the transpose: the content hash says
+        check_csr(n, **arrays, thorough=False)      # row order and transposition: the content hash says
         if n > 1 and not (np.diff(arrays["original_ids"]) > 0).all():
             raise _Unusable("original_ids are not increasing")
         if _arrays_sha256(arrays) != digest:
