@@ -71,7 +71,7 @@ def test_a_trickling_server_is_a_stall_within_the_window(server):
     error, seconds = timed(lambda: load(min_rate=1_000, stall_window=0.6))
     assert isinstance(error, datasets.DownloadError)
     assert "the transfer stalled" in str(error) and "below the minimum of 1,000 bytes/s" in str(error)
-    assert 0.55 < seconds < 3
+    assert 0.55 < seconds < 6
     assert cached_files(SMALL) == []
 
 
@@ -79,7 +79,7 @@ def test_headers_that_never_end_are_a_stall_too(server):
     server.plan(SMALL.filename, server.slow_headers(interval=0.1))
     error, seconds = timed(lambda: load(min_rate=1_000, stall_window=0.5))
     assert isinstance(error, datasets.DownloadError) and "the transfer stalled: 0 bytes" in str(error)
-    assert seconds < 4
+    assert seconds < 6
 
 
 def test_a_server_that_never_answers_times_out(server):
@@ -87,7 +87,7 @@ def test_a_server_that_never_answers_times_out(server):
     error, seconds = timed(lambda: load(timeout=0.3))
     assert isinstance(error, datasets.DownloadError)
     assert "the server sent nothing for 0.3 s (no answer to the request)" in str(error)
-    assert seconds < 4
+    assert seconds < 6
 
 
 def test_the_overall_deadline_holds_even_for_a_steady_slow_server(server):
@@ -95,7 +95,7 @@ def test_the_overall_deadline_holds_even_for_a_steady_slow_server(server):
     error, seconds = timed(lambda: load(deadline=0.6, min_rate=100, retries=3))
     assert isinstance(error, datasets.DownloadError)
     assert "did not finish within its deadline of 1 s" in str(error) and "pass deadline=" in str(error)
-    assert 0.55 < seconds < 2 and len(server.requests) == 1   # the deadline is not retried
+    assert 0.55 < seconds < 6 and len(server.requests) == 1   # the deadline is not retried
 
 
 def test_a_default_deadline_follows_from_the_announced_size(server, monkeypatch):
@@ -103,7 +103,7 @@ def test_a_default_deadline_follows_from_the_announced_size(server, monkeypatch)
     server.plan(SMALL.filename, server.trickle(interval=0.05, step=len(server.body) // 100))   # ~5 s in all
     error, seconds = timed(lambda: load(min_rate=2 * len(server.body), stall_window=60))
     assert isinstance(error, datasets.DownloadError) and "did not finish within its deadline of 1 s" in str(error)
-    assert 0.65 < seconds < 2
+    assert 0.65 < seconds < 6
 
 
 def test_a_server_that_is_not_http(server):
@@ -215,7 +215,7 @@ def test_https_to_a_plain_http_server_says_so_not_certificate(server, monkeypatc
     assert isinstance(error, datasets.DownloadError)
     message = str(error)
     assert "the server does not speak TLS" in message and "check the scheme" in message
-    assert "certificate" not in message and seconds < 3        # not retried: retrying cannot help
+    assert "certificate" not in message and seconds < 6        # not retried: retrying cannot help
 
 
 @pytest.fixture
