@@ -119,7 +119,7 @@ def main(argv=None) -> int:
         graph = datasets.load_or_standin("web-Google")
     print(f"graph: {graph}", flush=True)
     start = time.perf_counter()
-    reference = pagerank(graph, tol=1e-10)
+    reference = pagerank(graph, tol=1e-10, progress=True)
     print(f"float64 reference: {reference.iterations} iterations to L1 < 1e-10 in "
           f"{time.perf_counter() - start:.1f} s", flush=True)
     cpu = cpu_part(graph)

@@ -28,7 +28,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import numpy as np
 
-from .course import DATA_DIR_VARIABLE, data_dir
+from .course import describe_path, DATA_DIR_VARIABLE, data_dir
 from .graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_csr, check_flag,
                     check_integer, graph_from_pairs, offsets_dtype, read_edge_pairs, read_header)
 
@@ -621,7 +621,7 @@ def expected_statistics(name_or_dataset) -> tuple[dict[str, int], str]:
     if path:
         table = _statistics_file(path)
         if ds.name in table:
-            print(f"NOTE: {ds.name}: integrity statistics taken from {path} (${STATISTICS_VARIABLE}) instead of "
+            print(f"NOTE: {ds.name}: integrity statistics taken from {describe_path(path)} (${STATISTICS_VARIABLE}) instead of "
                   f"SNAP's published ones")
             return {k: v for k, v in table[ds.name].items() if v is not None}, path
     return (ds.fingerprint.pinned() if ds.fingerprint else {}), "SNAP"
@@ -675,7 +675,7 @@ class _Unusable(Exception):
 
 def _arrays_sha256(arrays: dict) -> str:
     digest = hashlib.sha256()
-    for key in ARRAYS:
+    for key in (k for k in ARRAYS if k in arrays):
         array = np.ascontiguousarray(arrays[key])
         digest.update(f"{key}:{array.dtype.str}:{array.size};".encode())
         digest.update(array)
@@ -802,7 +802,7 @@ def _load_cached(ds: Dataset, verbose: bool) -> tuple[Graph, Path] | None:
             graph = _read_cache(ds, folder)
         except _Unusable as why:
             if verbose:
-                print(f"{ds.name}: the cache in {folder} cannot be used ({why}); building it again")
+                print(f"{ds.name}: the cache in {describe_path(folder)} cannot be used ({why}); building it again")
             continue
         if graph is not None:
             return graph, folder
@@ -857,11 +857,11 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
     cached = _load_cached(ds, verbose)
     if cached is not None:
         if verbose:
-            print(f"{ds.name}: loaded from the cache in {cached[1]}")
+            print(f"{ds.name}: loaded from the cache in {describe_path(cached[1])}")
         return cached[0]
     folder, passed = _cache_folder(ds)
     if passed:
-        print(f"{ds.name}: cannot write to {passed[0]}; keeping the cache in {folder.parent} instead")
+        print(f"{ds.name}: cannot write to {passed[0]}; keeping the cache in {describe_path(folder.parent)} instead")
     raw = next((root / ds.name / ds.filename for root in _candidate_roots()    # a file kept earlier, maybe in a
                 if (root / ds.name / ds.filename).is_file()), folder / ds.filename)   # folder now read-only
     url = ds.url
@@ -884,7 +884,7 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
             try:
                 os.replace(fetched, raw)
             except OSError as error:
-                print(f"{ds.name}: could not keep the download in {folder} ({error.strerror or error}); "
+                print(f"{ds.name}: could not keep the download in {describe_path(folder)} ({error.strerror or error}); "
                       f"the graph is used, but the file is not cached")
         finally:
             shutil.rmtree(staging, ignore_errors=True)
@@ -902,7 +902,7 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
     try:
         _save(graph, folder, info)
     except OSError as error:
-        print(f"{ds.name}: could not write the parsed graph to {folder} ({error.strerror or error}); "
+        print(f"{ds.name}: could not write the parsed graph to {describe_path(folder)} ({error.strerror or error}); "
               f"it is used, but not cached")
     if verbose:
         pinned = "matches the pinned hash" if ds.sha256 else "no hash is pinned for it; counts and structure were checked"
@@ -930,20 +930,79 @@ def cached_info(name_or_dataset="web-Google") -> dict | None:
     return None
 
 
-def standin(name_or_dataset="web-Google", seed: int = 0) -> Graph:
-    """A generated graph of the dataset's size, named as a stand-in. For web-Google it is the web-like
-    generator (web-Google's published vertex and edge counts, degree maxima and dangling share, ids in
-    crawl order); for the others an R-MAT graph with the dataset's vertex count and listed edge count."""
+STANDIN_VERSION = 1        # raised whenever a generator changes what it makes for the same seed
+STANDIN_ARRAYS = ARRAYS[:-1]
+
+
+def _generate_standin(ds: Dataset, seed: int, progress: bool) -> Graph:
     from .generators import rmat_graph, web_graph
 
-    ds = dataset(name_or_dataset)
-    seed = check_integer(seed, "seed", minimum=0)
     edges = ds.listed_edges if ds.directed else 2 * ds.listed_edges
     if ds.name == "web-Google":
-        return web_graph(ds.vertices, edges, seed=seed,
+        return web_graph(ds.vertices, edges, seed=seed, progress=progress,
                          name=f"stand-in for web-Google (generated web-like graph, {ds.vertices:,} vertices, {edges:,} edges)")
-    return rmat_graph(ds.vertices, edges, seed=seed,
+    return rmat_graph(ds.vertices, edges, seed=seed, progress=progress,
                       name=f"stand-in for {ds.name} (generated R-MAT, {ds.vertices:,} vertices, {edges:,} edges)")
+
+
+def _standin_folder(ds: Dataset, seed: int) -> Path | None:
+    for root in _candidate_roots():
+        folder = root / f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}"
+        if _unwritable(folder) is None:
+            return folder
+    return None
+
+
+def _read_standin(folder: Path) -> Graph | None:
+    """A cached stand-in, checked like a cached download (record, array headers, CSR rules, content hash)."""
+    try:
+        info = _read_info(folder)
+        if info is None or info.get("format") != CACHE_FORMAT or not isinstance(info.get("arrays_sha256"), str):
+            return None
+        n, m = info["vertices"], info["edges"]
+        if isinstance(n, bool) or isinstance(m, bool) or not (isinstance(n, int) and isinstance(m, int) and 0 < n and 0 <= m):
+            return None
+        wanted = {"out_offsets": (np.dtype(offsets_dtype(m)), n + 1), "out_targets": (np.dtype(np.int32), m),
+                  "in_offsets": (np.dtype(offsets_dtype(m)), n + 1), "in_sources": (np.dtype(np.int32), m),
+                  "out_degree": (np.dtype(np.int32), n)}
+        arrays = _read_arrays(folder / "graph.npz", wanted)
+        check_csr(n, **arrays, thorough=False)
+        if _arrays_sha256(arrays) != info["arrays_sha256"]:
+            return None
+        return Graph(n, name=str(info["name"]), **arrays)
+    except Exception:                         # noqa: BLE001: anything wrong with it: generate again
+        return None
+
+
+def standin(name_or_dataset="web-Google", seed: int = 0, *, cache: bool = True, progress: bool = True,
+            verbose: bool = True) -> Graph:
+    """A generated graph of the dataset's size, named as a stand-in. For web-Google it is the web-like
+    generator (web-Google's published vertex and edge counts, degree maxima and dangling share, ids in
+    crawl order); for the others an R-MAT graph with the dataset's vertex count and listed edge count.
+    Generated once (seconds, with a progress bar) and kept in the cache, checked like a download."""
+    ds = dataset(name_or_dataset)
+    seed = check_integer(seed, "seed", minimum=0)
+    cache, progress, verbose = check_flag(cache, "cache"), check_flag(progress, "progress"), check_flag(verbose, "verbose")
+    folder = _standin_folder(ds, seed) if cache else None
+    if folder is not None:
+        graph = _read_standin(folder)
+        if graph is not None:
+            if verbose:
+                print(f"{graph.name}: loaded from the cache in {describe_path(folder)}")
+            return graph
+    graph = _generate_standin(ds, seed, progress)
+    if folder is not None:
+        arrays = {k: getattr(graph, k) for k in STANDIN_ARRAYS}
+        info = {"format": CACHE_FORMAT, "name": graph.name, "vertices": graph.num_vertices, "edges": graph.num_edges,
+                "seed": seed, "generator_version": STANDIN_VERSION, "arrays_sha256": _arrays_sha256(arrays)}
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            _write_atomically(folder / "graph.npz", lambda f: np.savez(f, **arrays))
+            _write_atomically(folder / "info.json", lambda f: f.write(json.dumps(info, indent=1).encode()))
+        except OSError as error:
+            if verbose:
+                print(f"{graph.name}: not kept in the cache ({error.strerror or error}); it will be generated again")
+    return graph
 
 
 def load_or_standin(name_or_dataset="web-Google", **kwargs) -> Graph:

@@ -10,6 +10,8 @@ import time
 import numpy as np
 import pytest
 
+from helpers.course import describe_path
+
 from helpers import datasets
 from helpers.generators import rmat_graph
 from helpers.reference import pagerank
@@ -136,7 +138,7 @@ def test_a_damaged_cache_is_rebuilt_from_the_downloaded_file(server, damage, cap
     again = load()
     assert identical(again, first) and len(server.requests) == 1          # rebuilt from the file kept
     out = capsys.readouterr().out
-    assert f"test-cache: the cache in {folder} cannot be used (" in out and "building it again" in out
+    assert f"test-cache: the cache in {describe_path(folder)} cannot be used (" in out and "building it again" in out
     assert abs(pagerank(again).ranks.sum() - 1.0) < 1e-12
     third = load()                                                         # and the rebuilt cache is good
     assert identical(third, first) and "loaded from the cache" in capsys.readouterr().out
@@ -226,10 +228,10 @@ def test_a_read_only_data_directory_falls_back_to_the_user_cache(server, tmp_pat
     graph = load()
     out = capsys.readouterr().out
     user_cache = tmp_path / "home" / ".cache" / "pagerank-on-the-gpu" / "cache"
-    assert f"cannot write to {blocker / 'data'} (" in out and f"keeping the cache in {user_cache} instead" in out
+    assert f"cannot write to {blocker / 'data'} (" in out and f"keeping the cache in {describe_path(user_cache)} instead" in out
     assert sorted(p.name for p in (user_cache / SMALL.name).iterdir()) == ["graph.npz", "info.json", SMALL.filename]
     assert identical(load(), graph) and len(server.requests) == 1         # found there the next time
-    assert f"loaded from the cache in {user_cache / SMALL.name}" in capsys.readouterr().out
+    assert f"loaded from the cache in {describe_path(user_cache / SMALL.name)}" in capsys.readouterr().out
 
 
 def test_with_no_writable_home_either_the_temp_folder_is_used(server, tmp_path, monkeypatch, capsys):

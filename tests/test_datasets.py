@@ -9,6 +9,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from helpers.course import describe_path
+
 from helpers import datasets
 from helpers.generators import rmat_graph
 from snapserver import cached_files, serving, snap_bytes
@@ -245,8 +247,8 @@ def test_statistics_from_an_override_file_are_announced_and_used(server, tmp_pat
     strict = pinned_like(GRAPH, wcc_nodes=1)            # the registry's numbers would refuse the file
     datasets.load(strict, retries=1, progress=False)
     out = capsys.readouterr().out
-    assert f"NOTE: test-small: integrity statistics taken from {stats} ($PAGERANK_DATA_STATISTICS) instead of " \
-           f"SNAP's published ones" in out
+    assert f"NOTE: test-small: integrity statistics taken from {describe_path(stats)} ($PAGERANK_DATA_STATISTICS) " \
+           f"instead of SNAP's published ones" in out
     stats.write_text(json.dumps({SMALL.name: {"scc_nodes": 5}}))
     datasets.cache_dir(SMALL).joinpath("info.json").unlink()
     with pytest.raises(datasets.IntegrityError, match=rf"nodes in the largest SCC: {stats} says 5, the file gives"):
