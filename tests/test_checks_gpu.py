@@ -78,9 +78,14 @@ def sanitized(tool: str, code: str, function: str, tmp_path) -> tuple[int, str]:
                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     output = run.stdout + run.stderr
     assert "launched" in output, output[-3000:]
+    # synccheck (and memcheck) end with "ERROR SUMMARY: N errors"; racecheck with
+    # "RACECHECK SUMMARY: H hazards displayed (E errors, W warnings)": a hazard of either kind counts
     summary = re.search(r"ERROR SUMMARY: (\d+) error", output)
+    if summary:
+        return int(summary.group(1)), output
+    summary = re.search(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)", output)
     assert summary, output[-3000:]
-    return int(summary.group(1)), output
+    return int(summary.group(1)) + int(summary.group(2)), output
 
 
 def variant(slug: str, what: str) -> str:
@@ -97,9 +102,10 @@ CLEAN = [(slug, what, tool) for slug, what in [("13_pull_warp_rank", "solution")
                                               ("20_l1_change", "solution"),
                                               ("13_pull_warp_rank", "shared memory with __syncwarp")]
          for tool in ("racecheck", "synccheck")]
+# What the sanitizer can confirm of the lint: racecheck sees shared-memory hazards. synccheck did not flag a
+# shuffle whose mask leaves out half the warp on an H100 (compute-sanitizer 2025): the lint alone names that.
 CONFIRMED = [("20_l1_change", "no barrier between steps", "racecheck"),
-             ("20_l1_change", "last warp without __syncwarp", "racecheck"),
-             ("13_pull_warp_rank", "half-warp mask", "synccheck")]
+             ("20_l1_change", "last warp without __syncwarp", "racecheck")]
 
 
 @pytest.mark.gpu
