@@ -401,7 +401,10 @@ def _classify(error: BaseException, transfer: _Transfer, limits: _Limits) -> Bas
     if odd is not None:
         return DownloadError(f"the server's answer is not valid HTTP ({type(odd).__name__})")
     if isinstance(error, (requests.exceptions.ConnectionError, ConnectionError)):
-        return _Retry(f"could not connect: {_connection_problem(causes)}")
+        problem = _connection_problem(causes)
+        if problem.startswith("the host name could not be resolved"):   # seconds later it will not resolve
+            return DownloadError(f"could not connect: {problem}")         # either: no network, say so at once
+        return _Retry(f"could not connect: {problem}")
     if isinstance(error, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
                           requests.exceptions.MissingSchema, ValueError, UnicodeError)):
         return DownloadError(f"the address cannot be used ({type(error).__name__})")

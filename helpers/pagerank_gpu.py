@@ -844,7 +844,9 @@ def verify(name_or_variant, *, seed: int | None = None, graphs=None, quiet: bool
             row["L1 to reference"] = l1_distance(result.ranks, reference.ranks)
             row["sum"] = float(result.ranks.astype(np.float64).sum())
             bound, residual_bound = (2e-5, 5e-6) if exact else (coarse, coarse)
-            check = verify_fixed_point(graph, result.ranks, tol=residual_bound, sum_tol=max(1e-5, coarse / 10))
+            # a float32 sum over a 12,000-in-link list drifts the rank total by up to ~2e-5: long lists (and
+            # 16-bit storage) get the coarse bound for the sum too; exact cases keep 1e-5
+            check = verify_fixed_point(graph, result.ranks, tol=residual_bound, sum_tol=1e-5 if exact else coarse)
             row["one more float64 iteration moves"] = check.residual
             if exact and not result.converged:
                 problems.append(f"no L1 change below 1e-6 in 300 iterations (last {result.residuals[-1]:.2g})")
