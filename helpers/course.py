@@ -274,7 +274,7 @@ def execute(path: Path, target: Path, *, timeout: int = 1200) -> float:
     notebook = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     try:
-        NotebookClient(notebook, timeout=timeout, kernel_name="python3",
+        NotebookClient(notebook, timeout=timeout, kernel_name="python3", coalesce_streams=True,
                        resources={"metadata": {"path": str(Path(path).resolve().parent)}}).execute()
     finally:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
