@@ -1,5 +1,7 @@
 """Test-wide switches: GPU tests and GPU notebooks are skipped, with the reason, where there is no GPU;
-lecture 30 downloads from a loopback server that serves a generated web-Google-sized SNAP file."""
+lecture 30 downloads from a loopback server that serves a generated web-Google-sized SNAP file, checked
+against that file's own structure statistics (announced in the run) instead of SNAP's published ones."""
+import json
 import os
 import shutil
 import tempfile
@@ -14,7 +16,8 @@ _mirror = {}
 
 
 def _start_web_google_mirror():
-    """Serve a generated file with web-Google's counts and sparse ids; point the data settings at it."""
+    """Serve a generated file with web-Google's counts and sparse ids; point the data settings at it. The
+    generated graph is not SNAP's, so its statistics go to a file that $PAGERANK_DATA_STATISTICS names."""
     from helpers import datasets
     from helpers.generators import rmat_graph
     from snapserver import SnapServer, snap_file
@@ -24,6 +27,9 @@ def _start_web_google_mirror():
     graph = rmat_graph(ds.vertices, ds.listed_edges, seed=2002, name="generated web-Google-sized test file")
     server = SnapServer()
     server.serve(ds.filename, snap_file(graph, folder / ds.filename, id_space=916_428).read_bytes())
+    statistics = folder / "statistics.json"
+    statistics.write_text(json.dumps({ds.name: datasets.statistics_of(graph, undirected=not ds.directed)}))
+    os.environ[datasets.STATISTICS_VARIABLE] = str(statistics)
     os.environ[datasets.BASE_URL_VARIABLE] = server.url
     os.environ["PAGERANK_DATA_DIR"] = str(folder / "data")     # never the user's own cache
     _mirror.update(server=server, folder=folder)

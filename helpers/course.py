@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import tempfile
 import string
 import sys
 from pathlib import Path
@@ -99,15 +100,30 @@ def setup_cell_source(repository: str = REPOSITORY, branch: str = BRANCH) -> str
         raw_url=repr(RAW_URL))
 
 
-def data_dir_label() -> str:
-    """The data directory as a reader may see it: where it is relative to the course, never a machine path."""
-    path = data_dir()
-    if os.environ.get(DATA_DIR_VARIABLE):
-        return f"${DATA_DIR_VARIABLE}"
+def describe_path(path) -> str:
+    """A path as a reader may see it in printed output: relative to the course folder, to $PAGERANK_DATA_DIR
+    or to the home folder; never the absolute path of the machine that printed it."""
+    path = Path(path)
+    configured = os.environ.get(DATA_DIR_VARIABLE)
+    anchors = [(ROOT, "{} in the course folder")]
+    if configured:
+        anchors.insert(0, (Path(configured).expanduser(), f"${DATA_DIR_VARIABLE}/{{}}"))
     try:
-        return f"{path.relative_to(ROOT).as_posix()}/ in the course folder"
-    except ValueError:
-        return f"~/{path.relative_to(Path.home()).as_posix()}" if path.is_relative_to(Path.home()) else path.name
+        anchors.append((Path.home(), "~/{}"))
+    except RuntimeError:
+        pass
+    for anchor, form in anchors:
+        try:
+            relative = path.resolve().relative_to(anchor.resolve())
+        except (ValueError, OSError):
+            continue
+        return form.format(relative.as_posix() + ("/" if path.is_dir() else ""))
+    return f"{path.name} (in the temporary folder)" if str(path).startswith(tempfile.gettempdir()) else path.name
+
+
+def data_dir_label() -> str:
+    """The data directory as a reader may see it (see describe_path)."""
+    return describe_path(data_dir())
 
 
 def report() -> None:
@@ -120,7 +136,11 @@ def report() -> None:
     print(f"Python {platform.python_version()}{' on Google Colab' if in_colab() else ''}")
     print(f"CPU: {cpu_description()}")
     print(f"GPU: {status.description}")
-    print(f"data directory: {data_dir_label()}")
+    try:
+        print(f"data directory: {data_dir_label()}")
+    except OSError as error:                  # $PAGERANK_DATA_DIR names a folder that cannot be made
+        print(f"data directory: ${DATA_DIR_VARIABLE} cannot be created ({error.strerror or error}); downloads "
+              "and the stand-in go to the user cache instead")
 
 
 # --- keeping README and notebooks in step with REPOSITORY ------------------------------------------

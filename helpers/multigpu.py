@@ -476,7 +476,8 @@ def _nccl_run(session, unique_id, ranks, rank, damping, tol, max_iter):
 
     part = _part(session)
     cp.cuda.Device().synchronize()           # the set-up ran on the default stream
-    comm = nccl.NcclCommunicator(ranks, tuple(unique_id), rank)    # a tuple, however Dask shipped it
+    # CuPy 14 gives (and takes) the id as bytes, earlier CuPy as a tuple of ints; Dask may turn a tuple into a list
+    comm = nccl.NcclCommunicator(ranks, unique_id if isinstance(unique_id, bytes) else tuple(unique_id), rank)
     stream = cp.cuda.Stream(non_blocking=True)
     events = [cp.cuda.Event() for _ in range(3)]
     residuals, compute_ms, exchange_ms, wall_ms = [], [], [], []

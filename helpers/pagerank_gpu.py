@@ -19,8 +19,8 @@ import numpy as np
 from . import kernels
 from .gpu import free_bytes, require_gpu, time_back_to_back, time_gpu
 from .graph import Graph
-from .reference import (DAMPING, check_damping, check_tol, l1_distance, max_abs_diff, pagerank, pagerank_step,
-                        teleport_vector, verify_fixed_point)
+from .reference import (DAMPING, ConvergenceWarning, check_damping, check_tol, l1_distance, max_abs_diff, pagerank,
+                        pagerank_step, teleport_vector, verify_fixed_point)
 
 BLOCK = 256
 HISTORY = 4096                      # L1 changes kept on the GPU (a ring)
@@ -37,8 +37,7 @@ class VerificationError(AssertionError):
     """A kernel gave ranks that the float64 reference does not accept."""
 
 
-class NotConvergedWarning(UserWarning):
-    """The iteration stopped at max_iter without meeting the stop test."""
+NotConvergedWarning = ConvergenceWarning   # the reference's warning: stopped at max_iter without meeting the test
 
 
 def bytes_per_iteration(graph) -> int:

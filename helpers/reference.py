@@ -7,13 +7,20 @@ by the vertex count; networkx scales its tol by N, so call it with tol / N to co
 """
 from __future__ import annotations
 
+import math
+import numbers
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import Graph
+from .graph import ArgumentError, Graph, check_flag, check_integer
 
 DAMPING = 0.85
+
+
+class ConvergenceWarning(UserWarning):
+    """An iteration stopped at max_iter before its L1 change fell below tol (the result says converged=False)."""
 
 
 @dataclass(frozen=True)
@@ -26,38 +33,63 @@ class PageRankResult:
     tol: float
 
 
+def _number(value, name: str) -> float:
+    """``value`` as a float; bools, strings and arrays refused with a message that names the parameter."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ArgumentError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
 def check_damping(damping: float) -> float:
-    damping = float(damping)
+    damping = _number(damping, "damping")
     if not 0.0 < damping < 1.0:
-        raise ValueError(f"damping must lie strictly between 0 and 1, got {damping}")
+        raise ArgumentError(f"damping must lie strictly between 0 and 1, got {damping}")
     return damping
 
 
-def check_tol(tol: float) -> float:
-    tol = float(tol)
-    if not tol > 0.0:
-        raise ValueError(f"tol must be positive, got {tol}")
+def check_tol(tol: float, name: str = "tol") -> float:
+    tol = _number(tol, name)
+    if not (tol > 0.0 and math.isfinite(tol)):
+        raise ArgumentError(f"{name} must be positive and finite, got {tol}")
     return tol
 
 
+def check_graph(graph) -> Graph:
+    if not isinstance(graph, Graph):
+        raise ArgumentError(f"expected a helpers.graph.Graph, got {type(graph).__name__}")
+    return graph
+
+
 def teleport_vector(num_vertices: int, personalization=None) -> np.ndarray:
-    """Where the surfer jumps (and where dangling rank goes): uniform, or the normalised personalisation."""
+    """Where the surfer jumps (and where dangling rank goes): uniform, or the normalised personalisation.
+
+    Weights are scaled by their largest first, so that any finite weights (even all 1e308, whose sum
+    overflows) give a vector that sums to 1.
+    """
+    n = check_integer(num_vertices, "num_vertices", minimum=1)
     if personalization is None:
-        return np.full(num_vertices, 1.0 / num_vertices)
-    p = np.asarray(personalization, dtype=np.float64)
-    if p.shape != (num_vertices,):
-        raise ValueError(f"personalization needs one weight per vertex ({num_vertices}), got shape {p.shape}")
+        return np.full(n, 1.0 / n)
+    try:
+        p = np.asarray(personalization, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ArgumentError(f"personalization must be an array of numbers, one weight per vertex ({error})") from None
+    if p.shape != (n,):
+        raise ArgumentError(f"personalization needs one weight per vertex ({n}), got shape {p.shape}")
     if not np.isfinite(p).all() or (p < 0).any():
-        raise ValueError("personalization weights must be finite and non-negative")
-    total = p.sum()
-    if total == 0:
-        raise ValueError("personalization is all zeros: at least one vertex needs a positive weight")
-    return p / total
+        raise ArgumentError("personalization weights must be finite and non-negative")
+    peak = p.max()
+    if peak == 0:
+        raise ArgumentError("personalization is all zeros: at least one vertex needs a positive weight")
+    p = p / peak                      # now in [0, 1]: the sum cannot overflow
+    return p / p.sum()
 
 
 def pagerank_step(graph: Graph, ranks: np.ndarray, damping: float, teleport: np.ndarray) -> np.ndarray:
     """One power-iteration step in float64: pull rank along in-links, redistribute dangling mass, teleport."""
     ranks = np.asarray(ranks, dtype=np.float64)
+    if ranks.shape != (graph.num_vertices,) or np.shape(teleport) != (graph.num_vertices,):
+        raise ArgumentError(f"ranks and teleport need one entry per vertex ({graph.num_vertices}), "
+                            f"got shapes {ranks.shape} and {np.shape(teleport)}")
     degree = graph.out_degree
     contributions = np.divide(ranks, degree, out=np.zeros_like(ranks), where=degree > 0)
     dangling_mass = ranks[graph.dangling].sum()
@@ -66,21 +98,37 @@ def pagerank_step(graph: Graph, ranks: np.ndarray, damping: float, teleport: np.
 
 
 def pagerank(graph: Graph, damping: float = DAMPING, tol: float = 1e-10, max_iter: int = 1000,
-             personalization=None) -> PageRankResult:
-    """Power iteration from the uniform vector until the L1 change is below ``tol`` (or ``max_iter`` steps)."""
+             personalization=None, *, progress: bool = False) -> PageRankResult:
+    """Power iteration from the uniform vector until the L1 change is below ``tol`` (or ``max_iter`` steps).
+
+    Stopping at ``max_iter`` first emits a ConvergenceWarning; the result's ``converged`` is then False.
+    ``progress=True`` shows a text progress bar of the iterations with the current L1 change (the float64
+    reference takes seconds on a graph of web-Google's size).
+    """
+    from .progress import bar
+
+    graph = check_graph(graph)
     damping, tol = check_damping(damping), check_tol(tol)
-    if max_iter < 1:
-        raise ValueError(f"max_iter must be at least 1, got {max_iter}")
+    max_iter = check_integer(max_iter, "max_iter", minimum=1)
+    progress = check_flag(progress, "progress")
     teleport = teleport_vector(graph.num_vertices, personalization)
     ranks = np.full(graph.num_vertices, 1.0 / graph.num_vertices)
     residuals = []
-    for _ in range(max_iter):
-        new = pagerank_step(graph, ranks, damping, teleport)
-        residuals.append(float(np.abs(new - ranks).sum()))
-        ranks = new
-        if residuals[-1] < tol:
-            break
-    return PageRankResult(ranks, len(residuals), np.array(residuals), residuals[-1] < tol, damping, tol)
+    with bar(None, "PageRank (float64)", enabled=progress) as shown:
+        for _ in range(max_iter):
+            new = pagerank_step(graph, ranks, damping, teleport)
+            residuals.append(float(np.abs(new - ranks).sum()))
+            ranks = new
+            shown.set_postfix_str(f"L1 change {residuals[-1]:.2e}", refresh=False)
+            shown.update(1)
+            if residuals[-1] < tol:
+                break
+    converged = residuals[-1] < tol
+    if not converged:
+        warnings.warn(f"PageRank on {graph.name!r} did not converge in max_iter={max_iter} iterations: the last L1 "
+                      f"change is {residuals[-1]:.3g}, not below tol={tol:g}; raise max_iter (or tol)",
+                      ConvergenceWarning, stacklevel=2)
+    return PageRankResult(ranks, len(residuals), np.array(residuals), converged, damping, tol)
 
 
 @dataclass(frozen=True)
@@ -99,8 +147,12 @@ def verify_fixed_point(graph: Graph, ranks, damping: float = DAMPING, tol: float
     """Is ``ranks`` a PageRank vector? One more float64 iteration must change it by less than ``tol`` (L1),
     and it must be finite, non-negative and sum to 1 within ``sum_tol``. Independent of how it was computed.
     """
-    damping, tol = check_damping(damping), check_tol(tol)
-    ranks = np.asarray(ranks, dtype=np.float64)
+    graph = check_graph(graph)
+    damping, tol, sum_tol = check_damping(damping), check_tol(tol), check_tol(sum_tol, "sum_tol")
+    try:
+        ranks = np.asarray(ranks, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ArgumentError(f"ranks must be an array of numbers ({error})") from None
     if ranks.shape != (graph.num_vertices,):
         return FixedPointCheck(False, np.inf, np.nan,
                                f"expected {graph.num_vertices} ranks, got shape {ranks.shape}")
@@ -124,24 +176,46 @@ def verify_fixed_point(graph: Graph, ranks, damping: float = DAMPING, tol: float
 
 # --- comparing two rank vectors -------------------------------------------------------------------
 
+def _pair(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """Two rank vectors as float64 arrays of the same 1-D shape (no silent broadcasting of a length-1 one)."""
+    try:
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    except (TypeError, ValueError) as error:
+        raise ArgumentError(f"rank vectors must be arrays of numbers ({error})") from None
+    if a.ndim != 1 or a.shape != b.shape:
+        raise ArgumentError(f"expected two rank vectors of the same length, got shapes {a.shape} and {b.shape}")
+    return a, b
+
+
 def max_abs_diff(a, b) -> float:
-    return float(np.max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64))))
+    a, b = _pair(a, b)
+    return float(np.max(np.abs(a - b))) if a.size else 0.0
 
 
 def l1_distance(a, b) -> float:
-    return float(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).sum())
+    a, b = _pair(a, b)
+    return float(np.abs(a - b).sum())
 
 
 def top_k(ranks, k: int) -> np.ndarray:
-    """Indices of the k largest ranks, largest first; ties go to the smaller vertex id."""
-    ranks = np.asarray(ranks)
-    k = min(int(k), ranks.size)
-    order = np.lexsort((np.arange(ranks.size), -ranks.astype(np.float64)))
+    """Indices of the k largest ranks, largest first; ties go to the smaller vertex id. k = 0 gives none,
+    k beyond the number of vertices gives them all."""
+    k = check_integer(k, "k", minimum=0)
+    try:
+        ranks = np.asarray(ranks, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ArgumentError(f"ranks must be an array of numbers ({error})") from None
+    if ranks.ndim != 1:
+        raise ArgumentError(f"ranks must be a 1-D vector, got shape {ranks.shape}")
+    k = min(k, ranks.size)
+    order = np.lexsort((np.arange(ranks.size), -ranks))
     return order[:k]
 
 
 def top_k_overlap(a, b, k: int) -> float:
-    """Share of the k top vertices of ``a`` that are also among the k top vertices of ``b``."""
+    """Share of the k top vertices of ``a`` that are also among the k top vertices of ``b`` (k >= 1)."""
+    k = check_integer(k, "k", minimum=1)
+    a, b = _pair(a, b)
     top_a, top_b = top_k(a, k), top_k(b, k)
     return len(np.intersect1d(top_a, top_b)) / max(len(top_a), 1)
 
@@ -150,4 +224,5 @@ def rank_correlation(a, b) -> float:
     """Spearman's rank correlation of two rank vectors (1.0: the same order)."""
     from scipy.stats import spearmanr
 
+    a, b = _pair(a, b)
     return float(spearmanr(a, b).statistic)

@@ -6,14 +6,19 @@ import numpy as np
 
 from . import kernels
 from .gpu import require_gpu
+from .graph import ArgumentError, check_integer
 
 MERGE_K_MAX = 16       # top_k_merge keeps lists of at most this many entries
 MERGE_THREADS = 128
 
 
 def _check(ranks, k):
+    """k an integer in 1..n (bools and floats refused) and ranks a 1-D vector; raises ArgumentError."""
+    if getattr(ranks, "ndim", None) != 1:
+        raise ArgumentError(f"ranks must be a 1-D vector, got shape {getattr(ranks, 'shape', None)}")
+    k = check_integer(k, "k")
     if not 1 <= k <= ranks.size:
-        raise ValueError(f"k must lie between 1 and the number of vertices ({ranks.size}), got {k}")
+        raise ArgumentError(f"k must lie between 1 and the number of vertices ({ranks.size}), got {k}")
 
 
 def by_sort(ranks, k: int) -> np.ndarray:

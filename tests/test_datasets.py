@@ -1,13 +1,19 @@
-"""Downloads against a real HTTP server on loopback serving generated SNAP-format files."""
+"""Downloads against a real HTTP server on loopback serving generated SNAP-format files: the cache, the
+count and structure checks, the registry and its published statistics, the announced stand-in."""
 import gzip
+import json
 import time
+import warnings
 
+import networkx as nx
 import numpy as np
 import pytest
 
+from helpers.course import describe_path
+
 from helpers import datasets
 from helpers.generators import rmat_graph
-from snapserver import SnapServer, snap_file
+from snapserver import cached_files, serving, snap_bytes
 
 GRAPH = rmat_graph(3_000, 20_000, seed=9, name="test graph")
 SMALL = datasets.Dataset("test-small", "test-small.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
@@ -15,24 +21,15 @@ SMALL = datasets.Dataset("test-small", "test-small.txt.gz", True, GRAPH.num_vert
 
 @pytest.fixture
 def server(tmp_path, monkeypatch):
-    srv = SnapServer()
-    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, srv.url)
-    monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "data"))
-    srv.body = snap_file(GRAPH, tmp_path / "served.txt.gz", id_space=10_000).read_bytes()
-    srv.serve(SMALL.filename, srv.body)
-    yield srv
-    srv.close()
+    with serving(monkeypatch, tmp_path, SMALL, snap_bytes(GRAPH, id_space=10_000)) as srv:
+        yield srv
 
-
-def cached_files(ds):
-    folder = datasets.cache_dir(ds)
-    return sorted(p.name for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
 
 
 def test_download_shows_progress_fills_the_cache_and_relabels(server, capfd):
     graph = datasets.load(SMALL, retries=1)
-    err = capfd.readouterr().err
-    assert "100%" in err                                  # pooch's progress bar
+    out = capfd.readouterr().out
+    assert "100%" in out and SMALL.filename in out        # the plain-text progress bar (helpers.progress)
     assert cached_files(SMALL) == ["graph.npz", "info.json", SMALL.filename]
     assert graph.num_vertices == GRAPH.num_vertices and graph.num_edges == GRAPH.num_edges
     assert graph.original_ids.max() + 1 > graph.num_vertices   # sparse ids, relabelled away
@@ -143,3 +140,200 @@ def test_a_failed_download_leaves_no_progress_bar_behind(server, monkeypatch, ca
     capfd.readouterr()
     gc.collect()                      # a bar left open would print when collected, into whatever runs next
     assert capfd.readouterr().err == ""
+
+
+# --- structure: the statistics SNAP publishes -------------------------------------------------------
+
+def networkx_statistics(graph, undirected=False):
+    """The same statistics from networkx, independently: largest weak and strong components by node count."""
+    g = nx.DiGraph()
+    g.add_nodes_from(range(graph.num_vertices))
+    g.add_edges_from(zip(*(a.tolist() for a in graph.edges())))
+    count = (lambda h: h.to_undirected().number_of_edges()) if undirected else (lambda h: h.number_of_edges())
+    wcc = max(nx.weakly_connected_components(g), key=len)
+    scc = max(nx.strongly_connected_components(g), key=len)
+    return {"edges": count(g), "wcc_nodes": len(wcc), "wcc_edges": count(g.subgraph(wcc)),
+            "scc_nodes": len(scc), "scc_edges": count(g.subgraph(scc))}
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_statistics_agree_with_networkx(seed):
+    graph = rmat_graph(1_500, 4_000, seed=seed)
+    assert datasets.statistics_of(graph) == networkx_statistics(graph)
+    src, dst = graph.edges()
+    keep = src <= dst                                   # an undirected graph, stored as SNAP stores one
+    both = datasets.graph_from_pairs(np.column_stack([src[keep], dst[keep]]), relabel_ids=False,
+                                     num_vertices=graph.num_vertices, undirected=True)
+    found = datasets.statistics_of(both, undirected=True)
+    assert found == networkx_statistics(both, undirected=True)
+    assert found["edges"] == np.unique(np.column_stack([src[keep], dst[keep]]), axis=0).shape[0]
+
+
+def test_statistics_count_as_snap_does_on_a_small_graph():
+    # 0<->1->2<->3, 2->2 (a self-loop), 4->0, 5 alone; largest SCC {2, 3}, tied with {0, 1}: the first found
+    g = datasets.graph_from_pairs(np.array([[0, 1], [1, 0], [1, 2], [2, 3], [3, 2], [2, 2], [4, 0], [5, 5]]),
+                                  relabel_ids=False)
+    found = datasets.statistics_of(g)
+    assert found["edges"] == 8 and found["wcc_nodes"] == 5 and found["wcc_edges"] == 7
+    assert found["scc_nodes"] == 2 and found["scc_edges"] in (2, 3)
+
+
+def test_the_registry_pins_snaps_published_statistics():
+    """The numbers on SNAP's dataset pages (data/README.md says where each was confirmed)."""
+    pinned = {name: ds.fingerprint.pinned() for name, ds in datasets.DATASETS.items()}
+    assert pinned["web-Google"] == dict(edges=5_105_039, wcc_nodes=855_802, wcc_edges=5_066_842,
+                                        scc_nodes=434_818, scc_edges=3_419_124)
+    assert pinned["Wiki-Vote"] == dict(edges=103_689, wcc_nodes=7_066, wcc_edges=103_663,
+                                       scc_nodes=1_300, scc_edges=39_456)
+    assert pinned["ego-Facebook"] == dict(edges=88_234, wcc_nodes=4_039, wcc_edges=88_234,
+                                          scc_nodes=4_039, scc_edges=88_234)
+    assert pinned["soc-LiveJournal1"] == dict(edges=68_993_773, wcc_nodes=4_843_953, wcc_edges=68_983_820,
+                                              scc_nodes=3_828_682, scc_edges=65_825_429)
+    for ds in datasets.DATASETS.values():        # consistent with the counts the registry checks anyway
+        stats = ds.fingerprint.pinned()
+        assert stats["edges"] <= ds.listed_edges and stats["wcc_nodes"] <= ds.vertices
+        assert stats["scc_nodes"] <= stats["wcc_nodes"] and stats["scc_edges"] <= stats["wcc_edges"] <= stats["edges"]
+        assert ds.fingerprint.source.startswith("https://snap.stanford.edu/data/")
+
+
+def pinned_like(graph, **changes):
+    return datasets.Dataset(**{**SMALL.__dict__, "fingerprint": datasets.Fingerprint(
+        **{**datasets.statistics_of(graph), **changes}, source="test")})
+
+
+def test_a_file_whose_structure_matches_is_accepted(server, capsys):
+    graph = datasets.load(pinned_like(GRAPH), retries=1, progress=False)
+    assert graph.num_edges == GRAPH.num_edges
+    out = capsys.readouterr().out
+    found = datasets.statistics_of(GRAPH)
+    assert (f"test-small: largest WCC {found['wcc_nodes']:,} nodes / {found['wcc_edges']:,} edges, largest SCC "
+            f"{found['scc_nodes']:,} / {found['scc_edges']:,} (as SNAP publishes)") in out
+    info = datasets.cached_info(SMALL)
+    assert info["statistics_checked"] == sorted(datasets.STATISTICS) and info["statistics"] == found
+
+
+def test_an_altered_file_with_the_same_counts_is_refused_by_its_structure(server):
+    """The issue's case: lines and vertices as published, but some lines duplicated in place of others."""
+    text = gzip.decompress(server.body).decode().splitlines(keepends=True)
+    body = [i for i, line in enumerate(text) if not line.startswith("#")]
+    pairs = np.array([line.split() for line in (text[i] for i in body)], dtype=np.int64)
+    ids, counts = np.unique(pairs, return_counts=True)
+    common = set(ids[counts > 3].tolist())
+    victims = [i for i, (u, v) in zip(body[1:], pairs[1:]) if u in common and v in common][:300:3]
+    for i in victims:
+        text[i] = text[body[0]]                          # the first edge line, repeated
+    server.serve(SMALL.filename, gzip.compress("".join(text).encode()))
+    with pytest.raises(datasets.IntegrityError, match=rf"test-small: the structure differs: edges: SNAP publishes "
+                                                      rf"{GRAPH.num_edges:,}, the file gives {GRAPH.num_edges - len(victims):,}"):
+        datasets.load(pinned_like(GRAPH), retries=1, progress=False)
+    assert cached_files(SMALL) == []
+
+
+def test_reversed_edges_are_caught_by_the_component_sizes(server):
+    text = gzip.decompress(server.body).decode().splitlines(keepends=True)
+    body = [i for i, line in enumerate(text) if not line.startswith("#")]
+    for i in body[:2_000:5]:
+        u, v = text[i].split()
+        text[i] = f"{v}\t{u}\n"
+    server.serve(SMALL.filename, gzip.compress("".join(text).encode()))
+    with pytest.raises(datasets.IntegrityError, match=r"the structure differs: .*largest SCC: SNAP publishes"):
+        datasets.load(pinned_like(GRAPH), retries=1, progress=False)
+
+
+def test_statistics_from_an_override_file_are_announced_and_used(server, tmp_path, monkeypatch, capsys):
+    stats = tmp_path / "stats.json"
+    stats.write_text(json.dumps({SMALL.name: datasets.statistics_of(GRAPH)}))
+    monkeypatch.setenv(datasets.STATISTICS_VARIABLE, str(stats))
+    strict = pinned_like(GRAPH, wcc_nodes=1)            # the registry's numbers would refuse the file
+    datasets.load(strict, retries=1, progress=False)
+    out = capsys.readouterr().out
+    assert f"NOTE: test-small: integrity statistics taken from {describe_path(stats)} ($PAGERANK_DATA_STATISTICS) " \
+           f"instead of SNAP's published ones" in out
+    stats.write_text(json.dumps({SMALL.name: {"scc_nodes": 5}}))
+    datasets.cache_dir(SMALL).joinpath("info.json").unlink()
+    with pytest.raises(datasets.IntegrityError, match=rf"nodes in the largest SCC: {stats} says 5, the file gives"):
+        datasets.load(strict, retries=1, progress=False)
+
+
+@pytest.mark.parametrize("content, message", [
+    ("not json", "cannot be used"), ("[1, 2]", "must name a JSON file"),
+    ('{"test-small": {"triangles": 3}}', r"unknown statistics \['triangles'\]"),
+    ('{"test-small": {"wcc_nodes": "many"}}', r"non-integer values for \['wcc_nodes'\]"),
+])
+def test_a_bad_override_file_is_a_setting_error(server, tmp_path, monkeypatch, content, message):
+    stats = tmp_path / "stats.json"
+    stats.write_text(content)
+    monkeypatch.setenv(datasets.STATISTICS_VARIABLE, str(stats))
+    with pytest.raises(datasets.SettingError, match=message):
+        datasets.load_or_standin(SMALL, retries=1, progress=False)       # not a download failure: no fallback
+    monkeypatch.setenv(datasets.STATISTICS_VARIABLE, str(tmp_path / "missing.json"))
+    with pytest.raises(datasets.SettingError, match=r"\$PAGERANK_DATA_STATISTICS=.*missing\.json"):
+        datasets.load(SMALL, retries=1, progress=False)
+
+
+# --- headers and direction in a download ----------------------------------------------------------------
+
+def test_a_header_that_disagrees_with_a_good_body_is_warned_about(server):
+    text = gzip.decompress(server.body).decode().replace(f"Edges: {GRAPH.num_edges}", "Edges: 999")
+    server.serve(SMALL.filename, gzip.compress(text.encode()))
+    with pytest.warns(datasets.GraphFormatWarning, match=rf"the header says {GRAPH.num_vertices:,} nodes and 999 "
+                                                          rf"edges, the body has .* and {GRAPH.num_edges:,} edge lines"):
+        datasets.load(SMALL, retries=1, progress=False)
+
+
+def test_a_header_saying_undirected_for_a_directed_registry_entry_is_warned_about(server):
+    text = gzip.decompress(server.body).decode().replace("# generated", "# Undirected graph: generated", 1)
+    server.serve(SMALL.filename, gzip.compress(text.encode()))
+    with pytest.warns(datasets.GraphFormatWarning, match="header says undirected, the registry lists it as directed"):
+        graph = datasets.load(SMALL, retries=1, progress=False)
+    assert graph.num_edges == GRAPH.num_edges               # read as the registry says
+
+
+def test_an_undirected_registry_entry_is_read_undirected_without_warnings(server):
+    pairs = "".join(f"{u} {v}\n" for u, v in [(0, 1), (0, 2), (1, 2), (2, 3), (3, 4), (1, 4), (4, 5), (5, 6),
+                                               (6, 7), (7, 8), (8, 9), (2, 9)])
+    server.serve("und.txt.gz", gzip.compress(pairs.encode()))
+    undirected = datasets.Dataset("und", "und.txt.gz", False, 10, 12,
+                                  fingerprint=datasets.Fingerprint(12, 10, 12, 10, 12))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        graph = datasets.load(undirected, retries=1, progress=False)
+    assert graph.num_edges == 24 and not graph.dangling.any()
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(filename="../escape.txt.gz"), "Dataset filename must be a plain file name"),
+    (dict(name="a/b"), "Dataset name must be a plain file name"),
+    (dict(vertices=2.5), "vertices must be an integer"),
+    (dict(directed="yes"), "directed must be True or False"),
+    (dict(sha256="abc"), "sha256 must be 64 lower-case hex digits"),
+])
+def test_registry_entries_are_checked(fields, message):
+    with pytest.raises(datasets.ArgumentError, match=message):
+        datasets.Dataset(**{**SMALL.__dict__, **fields})
+
+
+def test_unknown_names_are_the_projects_key_error():
+    with pytest.raises(datasets.UnknownDatasetError, match="unknown dataset 'web-google'; known: web-Google"):
+        datasets.dataset("web-google")
+    assert issubclass(datasets.UnknownDatasetError, KeyError)
+
+
+def test_staging_folders_left_by_interrupted_runs_are_removed(server):
+    import os
+    folder = datasets.cache_dir(SMALL)
+    old, young = folder / ".download-old", folder / ".download-young"
+    for staging in (old, young):
+        staging.mkdir()
+        (staging / SMALL.filename).write_bytes(b"partial")
+    day_ago = time.time() - 2 * datasets.STALE_STAGING
+    os.utime(old, (day_ago, day_ago))
+    datasets.load(SMALL, retries=1, progress=False)
+    assert not old.exists() and young.exists()                     # a young one may be another download
+
+
+def test_a_file_that_expands_beyond_its_lines_is_refused_without_reading_it_all(server):
+    bomb = gzip.compress(b"0 1\n" * (20 * SMALL.listed_edges))            # 20 times the lines, 1% of the bytes
+    server.serve(SMALL.filename, bomb)
+    with pytest.raises(datasets.IntegrityError, match=rf"cannot be parsed: .*more than {SMALL.listed_edges:,} edge lines"):
+        datasets.load(SMALL, retries=1, progress=False)

@@ -1,12 +1,13 @@
 """Exercises: student versions in step with their solutions and without outputs; every checker passes the
-solution, fails the stub and fails typical wrong answers (mutants of the solution) with the right cause.
-CPU checkers run everywhere; every exercise kernel (solution, stub, mutants) compiles for a T4 without a
-GPU; the GPU checkers run in the GPU suite."""
+solution and unusual but correct answers, fails the stub and fails typical wrong answers (mutants of the
+solution) with the right cause, the bounds mutants on every seed. CPU checkers run everywhere; every
+exercise kernel (solution, stub, mutants, correct variants, and their probed copies) compiles for a T4
+without a GPU and is linted here; the GPU checkers run in the GPU suite."""
 import json
 
 import pytest
 
-from helpers import checks, exercises, kernels
+from helpers import checks, checks_lint, checks_probe, exercises, kernels
 from test_kernels import COMPILED
 
 # exercise -> [(the wrong answer, text in the solution, what replaces it, words the likely cause must contain)]
@@ -18,6 +19,24 @@ MUTANTS = {
          "damping * dangling_mass / n + 1.0 - damping", "not summing to 1"),
         ("out-degree of the target", "weights=contrib[sources]",
          "weights=ranks[sources] / np.maximum(graph.out_degree[targets], 1)", "not summing to 1"),
+        ("degree 0 patched in the graph", "contrib = np.divide(ranks, graph.out_degree, out=np.zeros(n), "
+         "where=graph.out_degree > 0)", "deg = graph.out_degree\n    deg[deg == 0] = 1\n    contrib = ranks / deg",
+         "modified its input (graph.out_degree)"),
+        ("contributions computed in the ranks", "contrib = np.divide(ranks, graph.out_degree, out=np.zeros(n), "
+         "where=graph.out_degree > 0)", "has = graph.out_degree > 0\n    ranks[has] /= graph.out_degree[has]\n"
+         "    contrib = np.where(has, ranks, 0.0)", "modified its input (ranks)"),
+        ("hard-coded damping", "    n = graph.num_vertices\n", "    damping = 0.85\n    n = graph.num_vertices\n",
+         "hard-coded"),
+        ("renormalised", "return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "new = damping * pulled + (1.0 - damping) / n\n    return new / new.sum()", "renormalised"),
+        ("dangling share not damped", "(damping * dangling_mass + 1.0 - damping) / n",
+         "(dangling_mass + 1.0 - damping) / n", "not damped"),
+        ("float32 contributions", "weights=contrib[sources]", "weights=contrib[sources].astype(np.float32)",
+         "float32 rounding"),
+        ("float32 result", "return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "return (damping * pulled + (damping * dangling_mass + 1.0 - damping) / n).astype(np.float32)",
+         "must be float64"),
+        ("no return", "return damping * pulled", "damping * pulled", "must be a 1-D array"),
     ],
     "02_transpose": [
         ("bincount without minlength", "np.bincount(out_targets, minlength=num_vertices)",
@@ -28,6 +47,16 @@ MUTANTS = {
          "wrong order"),
         ("targets instead of sources", "return in_offsets, sources[order]", "return in_offsets, out_targets[order]",
          "the edges' sources"),
+        ("float offsets", "np.bincount(out_targets, minlength=num_vertices)",
+         "np.bincount(out_targets, weights=np.ones(out_targets.size), minlength=num_vertices)", "must hold integers"),
+        ("the caller's targets sorted", "return in_offsets, sources[order]",
+         "out_targets.sort()\n    return in_offsets, sources[order]", "modified its input (out_targets)"),
+        ("the pair swapped", "return in_offsets, sources[order]", "return sources[order], in_offsets",
+         "wrong order: return (in_offsets, in_sources)"),
+        ("three arrays returned", "return in_offsets, sources[order]", "return in_offsets, sources[order], order",
+         "return a pair"),
+        ("only the sources returned", "return in_offsets, sources[order]", "return sources[order]",
+         "return a pair"),
     ],
     "03_power_iteration": [
         ("residual scaled by N", "change = np.abs(new - ranks).sum()", "change = np.abs(new - ranks).mean()",
@@ -36,22 +65,56 @@ MUTANTS = {
          "max of the change"),
         ("dangling mass dropped", "(damping * ranks[graph.dangling].sum() + 1.0 - damping) / n",
          "(1.0 - damping) / n", "dangling mass lost"),
+        ("count one too high", "for iterations in range(1, max_iter + 1):",
+         "for iterations in range(2, max_iter + 2):", "off by one"),
+        ("max_iter ignored", "for iterations in range(1, max_iter + 1):", "for iterations in range(1, 100_001):",
+         "max_iter not honoured"),
+        ("hard-coded damping", "    n = graph.num_vertices\n", "    damping = 0.85\n    n = graph.num_vertices\n",
+         "hard-coded"),
+        ("degree 0 patched in the graph", "    share = 1.0 / graph.out_degree[sources]",
+         "    graph.out_degree[graph.out_degree == 0] = 1\n    share = 1.0 / graph.out_degree[sources]",
+         "modified its input (graph.out_degree)"),
+        ("renormalised", "new = damping * pulled + (damping * ranks[graph.dangling].sum() + 1.0 - damping) / n",
+         "new = damping * pulled + (1.0 - damping) / n\n        new = new / new.sum()", "renormalised"),
+        ("only the ranks returned", "return ranks, iterations", "return ranks", "return a pair"),
+        ("iterations as a float", "return ranks, iterations", "return ranks, float(iterations)", "must be an int"),
     ],
     "33_top_k": [
         ("reversed ascending sort", 'np.argsort(-np.asarray(ranks), kind="stable")',
          'np.argsort(np.asarray(ranks), kind="stable")[::-1]', "ties broken the wrong way"),
         ("argpartition, unordered", 'order = np.argsort(-np.asarray(ranks), kind="stable")\n    return order[:k]',
          "return np.argpartition(-np.asarray(ranks), min(k, len(ranks)) - 1)[:k]", "wrong"),
+        ("the caller's ranks reordered", "    return order[:k]", "    ranks[:] = ranks[order]\n    return order[:k]",
+         "modified its input (ranks)"),
+        ("float indices", "return order[:k]", "return order[:k].astype(float)", "must hold integers"),
+        ("the ranks returned", "return order[:k]", "return np.asarray(ranks)[order[:k]]", "ranks themselves"),
+        ("default (unstable) sort", 'np.argsort(-np.asarray(ranks), kind="stable")', "np.argsort(-np.asarray(ranks))",
+         "ties broken the wrong way"),
+        ("one short", "return order[:k]", "return order[:k - 1]", "exactly k"),
     ],
     "10_pull_grid_stride": [
         ("no grid-stride step", "v += blockDim.x * gridDim.x", "v += n", "never written"),
         ("off-by-one row bound", "k < in_offsets[v + 1]", "k <= in_offsets[v + 1]", "row bounds"),
         ("v <= n", "v < n;", "v <= n;", "past the end"),
+        ("stride of one block", "v += blockDim.x * gridDim.x", "v += blockDim.x", "wrong grid stride"),
+        ("start without blockIdx", "int v = blockIdx.x * blockDim.x + threadIdx.x;", "int v = threadIdx.x;",
+         "wrong grid stride"),
+        ("last in-link skipped", "k < in_offsets[v + 1]", "k < in_offsets[v + 1] - 1", "misses its last in-link"),
+        ("out-degree of v", "sum += rank[u] / out_degree[u];", "sum += rank[u] / out_degree[v];",
+         "the out-degree of u"),
     ],
     "11_push_rank": [
         ("missing atomicAdd", "atomicAdd(&pulled[out_targets[k]], share);", "pulled[out_targets[k]] += share;",
          "race"),
         ("off-by-one row bound", "k < out_offsets[u + 1]", "k <= out_offsets[u + 1]", "row bounds"),
+        ("no u < n", "if (u >= n || out_degree[u] == 0) return;", "if (out_degree[u] == 0) return;",
+         "pushed rank"),
+        ("u > n", "if (u >= n || out_degree[u] == 0) return;", "if (u > n || out_degree[u] == 0) return;",
+         "pushed rank"),
+        ("rank not divided", "float share = rank[u] / out_degree[u];", "float share = rank[u];",
+         "adds rank[u] / out_degree[u]"),
+        ("last out-link skipped", "k < out_offsets[u + 1]", "k < out_offsets[u + 1] - 1",
+         "misses its last out-link"),
     ],
     "12_contributions_split": [
         ("no dangling guard", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;", "contrib[u] = rank[u] / degree;",
@@ -59,10 +122,29 @@ MUTANTS = {
         ("dangling contributions never written", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;",
          "if (degree > 0) contrib[u] = rank[u] / degree;", "never written"),
         ("u > n", "if (u >= n) return;", "if (u > n) return;", "past the end"),
+        ("no u < n", "    if (u >= n) return;\n", "", "past the end"),
+        ("dangling_rank for every vertex", "dangling_rank[u] = degree > 0 ? 0.0f : rank[u];",
+         "dangling_rank[u] = rank[u];", "0 for the others"),
+        ("rank as a dangling contribution", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;",
+         "contrib[u] = degree > 0 ? rank[u] / degree : rank[u];", "0 for dangling ones"),
+        ("the next vertex written too", "    if (u >= n) return;\n",
+         "    if (u >= n) return;\n    if (u + 1 < n) { int d1 = out_degree[u + 1]; contrib[u + 1] = d1 > 0 ? "
+         "rank[u + 1] / d1 : 0.0f; }\n", "stored by several threads"),
     ],
     "13_pull_warp_rank": [
         ("shuffle tree from offset 8", "int offset = 16;", "int offset = 8;", "not all combined"),
         ("lane stride 1", "k += 32", "k += 1", "not all combined"),
+        ("no v < n", "    if (v >= n) return;", "", "past the end"),
+        ("half-warp mask", "__shfl_down_sync(0xffffffffu", "__shfl_down_sync(0x0000ffffu", "leaves out lanes"),
+        ("__activemask as the mask", "__shfl_down_sync(0xffffffffu", "__shfl_down_sync(__activemask()",
+         "__activemask() used as a mask"),
+        ("idle lanes return", "    float sum = 0.0f;\n",
+         "    if (lane >= in_offsets[v + 1] - in_offsets[v]) return;   // no in-link for this lane\n"
+         "    float sum = 0.0f;\n", "after some lanes of the warp may have returned"),
+        ("every lane stores", "        sum += __shfl_down_sync(0xffffffffu, sum, offset);\n    }\n"
+         "    if (lane == 0) pulled[v] = sum;",
+         "        sum += __shfl_xor_sync(0xffffffffu, sum, offset);\n    }\n    pulled[v] = sum;",
+         "several lanes store"),
     ],
     "14_pull_list": [
         ("shuffle with the wrong width", "for (int offset = width / 2; offset > 0; offset /= 2) {\n"
@@ -72,23 +154,209 @@ MUTANTS = {
         ("lane numbered within the warp", "int lane = threadIdx.x % width;", "int lane = threadIdx.x % 32;",
          "lane = threadIdx.x % width"),
         ("index instead of the listed vertex", "vertices[i] : -1", "i : -1", "wrong vertex"),
+        ("no i < count", "int v = i < count ? vertices[i] : -1;", "int v = vertices[i];", "i < count"),
+        ("i <= count", "int v = i < count ?", "int v = i <= count ?", "i < count"),
+        ("groups past the list return", "int v = i < count ? vertices[i] : -1;",
+         "if (i >= count) return;\n    int v = vertices[i];", "after some lanes of the warp may have returned"),
+        ("shuffles inside the branch", "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) "
+         "sum += contrib[in_sources[k]];\n    }\n    for (int offset = width / 2; offset > 0; offset /= 2) {\n"
+         "        sum += __shfl_down_sync(0xffffffffu, sum, offset, width);\n    }",
+         "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) sum += contrib[in_sources[k]];\n"
+         "        for (int offset = width / 2; offset > 0; offset /= 2) {\n"
+         "            sum += __shfl_down_sync(0xffffffffu, sum, offset, width);\n        }\n    }",
+         "inside code that only some lanes of the warp run"),
+        ("every lane stores", "        sum += __shfl_down_sync(0xffffffffu, sum, offset, width);\n    }\n"
+         "    if (v >= 0 && lane == 0) pulled[v] = sum;",
+         "        sum += __shfl_xor_sync(0xffffffffu, sum, offset, width);\n    }\n    if (v >= 0) pulled[v] = sum;",
+         "several lanes store"),
     ],
     "20_l1_change": [
         ("missing atomicAdd", "atomicAdd(total, partial[0]);", "*total += partial[0];", "race"),
         ("residual scaled by N", "atomicAdd(total, partial[0]);", "atomicAdd(total, partial[0] / n);", "scaled by N"),
         ("no absolute value", "fabsf(new_rank[i] - old_rank[i])", "(new_rank[i] - old_rank[i])", "fabsf"),
+        ("no i < n", "partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;",
+         "partial[threadIdx.x] = fabsf(new_rank[i] - old_rank[i]);", "past n were added"),
+        ("slots past n never written", "partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;",
+         "if (i < n) partial[threadIdx.x] = fabsf(new_rank[i] - old_rank[i]);", "shared memory it never wrote"),
+        ("an atomicAdd per element", "partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;",
+         "partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;\n"
+         "    if (i < n) atomicAdd(total, partial[threadIdx.x]);\n    return;", "one atomicAdd per block"),
+        ("no barrier between steps", "partial[threadIdx.x + stride];\n        __syncthreads();",
+         "partial[threadIdx.x + stride];", "no __syncwarp() or __syncthreads() between them"),
+        ("last warp without __syncwarp",
+         "    for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {\n"
+         "        if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];\n"
+         "        __syncthreads();\n    }",
+         "    for (int stride = blockDim.x / 2; stride > 32; stride /= 2) {\n"
+         "        if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];\n"
+         "        __syncthreads();\n    }\n    if (threadIdx.x < 32) {\n        volatile float* s = partial;\n"
+         "        s[threadIdx.x] += s[threadIdx.x + 32];\n        s[threadIdx.x] += s[threadIdx.x + 16];\n"
+         "        s[threadIdx.x] += s[threadIdx.x + 8];\n        s[threadIdx.x] += s[threadIdx.x + 4];\n"
+         "        s[threadIdx.x] += s[threadIdx.x + 2];\n        s[threadIdx.x] += s[threadIdx.x + 1];\n    }",
+         "no __syncwarp() or __syncthreads() between them"),
     ],
     "21_fused_update": [
         ("dangling mass dropped", "(d * dangling_mass + (1.0f - d)) / n", "(1.0f - d) / n", "dangling mass lost"),
         ("teleport not divided by n", "(d * dangling_mass + (1.0f - d)) / n", "d * dangling_mass / n + (1.0f - d)",
          "not summing to 1"),
         ("no dangling guard", "degree > 0 ? r / degree : 0.0f", "r / degree", "out-degree 0"),
+        ("no v < n", "    if (v >= n) return;\n", "", "past the end"),
+        ("hard-coded damping", "float r = d * sum + (d * dangling_mass + (1.0f - d)) / n;",
+         "float r = 0.85f * sum + (0.85f * dangling_mass + 0.15f) / n;", "hard-coded"),
+        ("dangling share not damped", "(d * dangling_mass + (1.0f - d)) / n", "(dangling_mass + (1.0f - d)) / n",
+         "not damped"),
+        ("last in-link skipped", "k < in_offsets[v + 1]; ++k", "k < in_offsets[v + 1] - 1; ++k",
+         "misses its last in-link"),
+        ("next contribution from the old one", "new_contrib[v] = degree > 0 ? r / degree : 0.0f;",
+         "new_contrib[v] = degree > 0 ? contrib[v] : 0.0f;", "the NEW rank / out-degree"),
     ],
 }
 
+# exercise -> [(the unusual but correct answer, text in the solution, what replaces it)]: they must pass
+CORRECT = {
+    "01_pagerank_step": [
+        ("a Python loop over vertices", None,
+         "    n = graph.num_vertices\n    new = np.empty(n)\n"
+         "    dangling_mass = sum(ranks[u] for u in range(n) if graph.out_degree[u] == 0)\n"
+         "    for v in range(n):\n        total = 0.0\n"
+         "        for u in graph.in_sources[graph.in_offsets[v]:graph.in_offsets[v + 1]]:\n"
+         "            total += ranks[u] / graph.out_degree[u]\n"
+         "        new[v] = damping * total + (damping * dangling_mass + 1.0 - damping) / n\n    return new\n"),
+        ("the in-matrix product", None,
+         "    n = graph.num_vertices\n    degree = graph.out_degree\n"
+         "    contrib = np.where(degree > 0, ranks / np.maximum(degree, 1), 0.0)\n"
+         "    return damping * (graph.in_matrix @ contrib) + (damping * ranks @ graph.dangling + 1 - damping) / n\n"),
+    ],
+    "02_transpose": [
+        ("a Python loop over vertices", None,
+         "    rows = [[] for _ in range(num_vertices)]\n    for u in range(num_vertices):\n"
+         "        for k in range(out_offsets[u], out_offsets[u + 1]):\n            rows[out_targets[k]].append(u)\n"
+         "    in_offsets = np.zeros(num_vertices + 1, dtype=np.int64)\n"
+         "    in_offsets[1:] = np.cumsum([len(r) for r in rows])\n"
+         "    return in_offsets, np.array([u for r in rows for u in r], dtype=np.int32)\n"),
+        ("lexsort and searchsorted", None,
+         "    sources = np.repeat(np.arange(num_vertices), np.diff(out_offsets))\n"
+         "    order = np.lexsort((sources, out_targets))\n"
+         "    return np.searchsorted(out_targets[order], np.arange(num_vertices + 1)), sources[order]\n"),
+    ],
+    "03_power_iteration": [
+        ("normalised after every step", "        ranks = new\n", "        ranks = new / new.sum()\n"),
+        ("a while loop with a counter", None,
+         "    n = graph.num_vertices\n    sources, targets = graph.edges()\n    ranks = np.full(n, 1.0 / n)\n"
+         "    iterations, change = 0, np.inf\n    while change >= tol and iterations < max_iter:\n"
+         "        pulled = np.bincount(targets, weights=ranks[sources] / graph.out_degree[sources], minlength=n)\n"
+         "        new = damping * pulled + (damping * ranks[graph.dangling].sum() + 1.0 - damping) / n\n"
+         "        change = np.linalg.norm(new - ranks, 1)\n        ranks = new\n        iterations += 1\n"
+         "    return ranks, iterations\n"),
+    ],
+    "33_top_k": [
+        ("lexsort", None, "    return np.lexsort((np.arange(len(ranks)), -np.asarray(ranks)))[:k]\n"),
+        ("heapq", None, "    import heapq\n    return heapq.nsmallest(k, range(len(ranks)), key=lambda i: (-ranks[i], i))\n"),
+    ],
+    "10_pull_grid_stride": [
+        ("a while loop", None,
+         "    int stride = gridDim.x * blockDim.x;\n    int v = threadIdx.x + blockIdx.x * blockDim.x;\n"
+         "    while (v < n) {\n        float sum = 0.0f;\n"
+         "        for (int k = in_offsets[v]; k < in_offsets[v + 1]; ++k) sum += rank[in_sources[k]] / "
+         "out_degree[in_sources[k]];\n        pulled[v] = sum;\n        v += stride;\n    }\n"),
+        ("in-links unrolled by 4", None,
+         "    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += blockDim.x * gridDim.x) {\n"
+         "        int k = in_offsets[v], end = in_offsets[v + 1];\n        float sum = 0.0f;\n"
+         "        for (; k + 3 < end; k += 4) {\n"
+         "            float a = rank[in_sources[k]] / out_degree[in_sources[k]];\n"
+         "            float b = rank[in_sources[k + 1]] / out_degree[in_sources[k + 1]];\n"
+         "            float c = rank[in_sources[k + 2]] / out_degree[in_sources[k + 2]];\n"
+         "            float e = rank[in_sources[k + 3]] / out_degree[in_sources[k + 3]];\n"
+         "            sum += (a + b) + (c + e);\n        }\n"
+         "        for (; k < end; ++k) sum += rank[in_sources[k]] / out_degree[in_sources[k]];\n"
+         "        pulled[v] = sum;\n    }\n"),
+    ],
+    "11_push_rank": [
+        ("a pointer walk", None,
+         "    int u = blockIdx.x * blockDim.x + threadIdx.x;\n    if (u >= n || out_degree[u] == 0) return;\n"
+         "    float share = rank[u] / out_degree[u];\n    const int* t = out_targets + out_offsets[u];\n"
+         "    const int* end = out_targets + out_offsets[u + 1];\n    while (t != end) atomicAdd(&pulled[*t++], share);\n"),
+        ("a grid-stride loop", None,
+         "    for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < n; u += blockDim.x * gridDim.x) {\n"
+         "        int degree = out_degree[u];\n        if (degree == 0) continue;\n"
+         "        for (int k = out_offsets[u]; k < out_offsets[u + 1]; ++k) atomicAdd(pulled + out_targets[k], "
+         "rank[u] / degree);\n    }\n"),
+    ],
+    "12_contributions_split": [
+        ("if and else", None,
+         "    int u = blockIdx.x * blockDim.x + threadIdx.x;\n    if (u < n) {\n        int degree = out_degree[u];\n"
+         "        if (degree > 0) { contrib[u] = rank[u] / degree; dangling_rank[u] = 0.0f; }\n"
+         "        else { contrib[u] = 0.0f; dangling_rank[u] = rank[u]; }\n    }\n"),
+        ("a reciprocal", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;",
+         "contrib[u] = degree > 0 ? rank[u] * (1.0f / degree) : 0.0f;"),
+    ],
+    "13_pull_warp_rank": [
+        ("shared memory with __syncwarp", None,
+         "    __shared__ float partial[256];\n    int v = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\n"
+         "    int lane = threadIdx.x % 32;\n    if (v >= n) return;\n    float sum = 0.0f;\n"
+         "    for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += 32) sum += rank[in_sources[k]] / "
+         "out_degree[in_sources[k]];\n    partial[threadIdx.x] = sum;\n    __syncwarp();\n"
+         "    for (int offset = 16; offset > 0; offset /= 2) {\n"
+         "        float other = lane < offset ? partial[threadIdx.x + offset] : 0.0f;\n        __syncwarp();\n"
+         "        if (lane < offset) partial[threadIdx.x] += other;\n        __syncwarp();\n    }\n"
+         "    if (lane == 0) pulled[v] = partial[threadIdx.x];\n"),
+        ("chunks of 32 with shuffles in the loop", None,
+         "    int v = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n    int lane = threadIdx.x & 31;\n"
+         "    if (v >= n) return;\n    int start = in_offsets[v], end = in_offsets[v + 1];\n    float total = 0.0f;\n"
+         "    for (int base = start; base < end; base += 32) {\n        int k = base + lane;\n        float x = 0.0f;\n"
+         "        if (k < end) { int u = in_sources[k]; x = rank[u] / out_degree[u]; }\n"
+         "        for (int offset = 16; offset > 0; offset /= 2) x += __shfl_down_sync(0xffffffff, x, offset);\n"
+         "        total += x;\n    }\n    if (lane == 0) pulled[v] = total;\n"),
+    ],
+    "14_pull_list": [
+        ("a butterfly, first lane stores", "sum += __shfl_down_sync(0xffffffffu, sum, offset, width);",
+         "sum += __shfl_xor_sync(0xffffffffu, sum, offset, width);"),
+        ("bit masks for the lane", None,
+         "    long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n    int i = (int)(thread / width);\n"
+         "    int lane = threadIdx.x & (width - 1);\n    bool listed = i < count;\n"
+         "    int v = listed ? vertices[i] : 0;\n    float sum = 0.0f;\n"
+         "    int start = listed ? in_offsets[v] : 0, end = listed ? in_offsets[v + 1] : 0;\n"
+         "    for (int k = start + lane; k < end; k += width) sum += contrib[in_sources[k]];\n"
+         "    for (int offset = width >> 1; offset >= 1; offset >>= 1) sum += __shfl_down_sync(~0u, sum, offset, width);\n"
+         "    if (listed && lane == 0) pulled[v] = sum;\n"),
+    ],
+    "20_l1_change": [
+        ("shuffles, then one atomicAdd per block", None,
+         "    __shared__ float warp_sums[8];\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "    float x = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;\n"
+         "    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_down_sync(0xffffffffu, x, offset);\n"
+         "    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = x;\n    __syncthreads();\n"
+         "    if (threadIdx.x < 32) {\n        float y = threadIdx.x < blockDim.x / 32 ? warp_sums[threadIdx.x] : 0.0f;\n"
+         "        for (int offset = 16; offset > 0; offset /= 2) y += __shfl_down_sync(0xffffffffu, y, offset);\n"
+         "        if (threadIdx.x == 0) atomicAdd(total, y);\n    }\n"),
+        ("interleaved addressing", None,
+         "    __shared__ float partial[256];\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "    partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;\n    __syncthreads();\n"
+         "    for (int s = 1; s < blockDim.x; s *= 2) {\n"
+         "        if (threadIdx.x % (2 * s) == 0) partial[threadIdx.x] += partial[threadIdx.x + s];\n"
+         "        __syncthreads();\n    }\n    if (threadIdx.x == 0) atomicAdd(total, partial[0]);\n"),
+    ],
+    "21_fused_update": [
+        ("a reciprocal of the degree", "new_contrib[v] = degree > 0 ? r / degree : 0.0f;",
+         "float inverse = degree > 0 ? 1.0f / degree : 0.0f;\n    new_contrib[v] = r * inverse;"),
+        ("the teleport share apart", "float r = d * sum + (d * dangling_mass + (1.0f - d)) / n;",
+         "float share = (1.0f - d) / n + d * dangling_mass / n;\n    float r = d * sum + share;"),
+    ],
+}
 
 # what a checker says about the untouched student version (an empty kernel, or a raise in Python)
 STUB_CAUSES = {"11_push_rank": "nothing was added", "20_l1_change": "nothing was added"}
+# wrong answers whose detection hangs on padding or canaries: checked on five seeds, each must fail
+EVERY_SEED = {"v <= n", "no u < n", "u > n", "no v < n", "no i < count", "i <= count", "no i < n",
+              "slots past n never written"}
+SEEDS = (11, 22, 33, 44, 55)
+# causes the source lint gives (so the CPU suite checks that the lint names these mutants)
+LINT_CAUSES = ("leaves out lanes", "__activemask() used as a mask", "after some lanes of the warp may have returned",
+               "inside code that only some lanes of the warp run", "no __syncwarp() or __syncthreads()")
+# the output and accumulator parameters each GPU checker's probe wraps
+PROBED = {"pull_grid_stride": (("pulled",), ()), "push_rank": ((), ()), "contributions_split": (("contrib", "dangling_rank"), ()),
+          "pull_warp_rank": (("pulled",), ()), "pull_list": (("pulled",), ()), "l1_change": ((), ("total",)),
+          "fused_update": (("new_rank", "new_contrib"), ())}
 
 
 def exercise_cell(notebook: dict, mark: str) -> str:
@@ -119,23 +387,39 @@ def defined(cell: str):
     return functions[0]
 
 
-def mutant(cell: str, old: str, new: str) -> str:
+def mutant(cell: str, old: str | None, new: str) -> str:
+    """The cell with ``old`` replaced (it must be there: a mutant never silently becomes the solution), or
+    with the whole solution region replaced when ``old`` is None."""
+    if old is None:
+        lines = cell.split("\n")
+        begin = next(i for i, line in enumerate(lines) if "BEGIN SOLUTION" in line)
+        end = next(i for i, line in enumerate(lines) if "END SOLUTION" in line)
+        return "\n".join(lines[:begin + 1] + new.rstrip("\n").split("\n") + lines[end:])
     assert old in cell, f"the mutation no longer applies: {old!r} is not in the solution"
-    return cell.replace(old, new)
+    changed = cell.replace(old, new)
+    assert changed != cell
+    return changed
 
 
-def cases(gpu: bool):
-    """(exercise, checker, cell, expected cause or None for the solution, which version) for every check."""
+def cases(gpu: bool, kinds=("solution", "stub", "mutant", "correct")):
+    """(exercise, checker, cell, expected cause or None for a right answer, which version) for every check."""
     found = []
     for slug, wrongs in MUTANTS.items():
         solution, student, checker, needs_gpu = load(slug)
         if needs_gpu != gpu:
             continue
-        found.append(pytest.param(slug, checker, solution, None, "solution", id=f"{slug}-solution"))
-        stub_cause = STUB_CAUSES.get(slug, "never written") if gpu else checks.NOT_WRITTEN_YET
-        found.append(pytest.param(slug, checker, student, stub_cause, "student stub", id=f"{slug}-student stub"))
-        for what, old, new, cause in wrongs:
-            found.append(pytest.param(slug, checker, mutant(solution, old, new), cause, what, id=f"{slug}-{what}"))
+        if "solution" in kinds:
+            found.append(pytest.param(slug, checker, solution, None, "solution", id=f"{slug}-solution"))
+        if "stub" in kinds:
+            stub_cause = STUB_CAUSES.get(slug, "never written") if gpu else checks.NOT_WRITTEN_YET
+            found.append(pytest.param(slug, checker, student, stub_cause, "student stub", id=f"{slug}-student stub"))
+        if "mutant" in kinds:
+            for what, old, new, cause in wrongs:
+                found.append(pytest.param(slug, checker, mutant(solution, old, new), cause, what, id=f"{slug}-{what}"))
+        if "correct" in kinds:
+            for what, old, new in CORRECT[slug]:
+                found.append(pytest.param(slug, checker, mutant(solution, old, new), None, what,
+                                          id=f"{slug}-correct: {what}"))
     return found
 
 
@@ -145,11 +429,12 @@ def test_student_versions_are_in_step_with_their_solutions():
     assert exercises.out_of_step() == []
 
 
-def test_every_planned_exercise_has_a_solution_and_mutants():
+def test_every_planned_exercise_has_a_solution_mutants_and_correct_variants():
     slugs = {p.name[: -len(exercises.SUFFIX)] for p in exercises.solutions()}
-    assert slugs == set(MUTANTS)
+    assert slugs == set(MUTANTS) == set(CORRECT)
     assert {s[:2] for s in slugs} == {"01", "02", "03", "10", "11", "12", "13", "14", "20", "21", "33"}
-    assert all(len(wrongs) >= 2 for wrongs in MUTANTS.values())
+    assert all(len(wrongs) >= 6 for wrongs in MUTANTS.values())
+    assert all(len(right) >= 2 for right in CORRECT.values())
 
 
 def test_student_versions_carry_no_outputs_and_no_solution():
@@ -188,40 +473,58 @@ def test_an_edited_solution_puts_its_student_version_out_of_step(tmp_path, monke
 
 # --- checkers, both ways ----------------------------------------------------------------------------
 
-def run_checker(checker, cell):
-    return getattr(checks, checker)(defined(cell), quiet=True)
+def run_checker(checker, cell, seed=None):
+    return getattr(checks, checker)(defined(cell), seed=seed, quiet=True)
 
 
-@pytest.mark.parametrize("slug, checker, cell, cause, what", cases(gpu=False))
-def test_cpu_checker(slug, checker, cell, cause, what):
-    report = run_checker(checker, cell)
+def assert_right(report, slug, what, cause):
     if cause is None:
-        assert report.ok, str(report)
-        assert len(report.passed) >= 8
+        assert report.ok, f"{slug} ({what}): the checker failed a right answer\n{report}"
     else:
-        assert not report.ok, f"{slug}: the checker passed a wrong answer\n{report}"
-        assert any(cause in c for c in report.causes()), str(report)
+        assert not report.ok, f"{slug}: the checker passed a wrong answer ({what})\n{report}"
+        assert any(cause in c for c in report.causes()), f"{slug} ({what}): expected a cause with {cause!r}\n{report}"
         first = report.failures[0]
         assert first.case and first.detail
 
 
+@pytest.mark.parametrize("slug, checker, cell, cause, what", cases(gpu=False))
+def test_cpu_checker(slug, checker, cell, cause, what):
+    for seed in SEEDS[:3]:
+        report = run_checker(checker, cell, seed)
+        assert_right(report, slug, what, cause)
+        if cause is None:
+            assert len(report.passed) >= 8
+
+
 @pytest.mark.parametrize("slug, checker, cell, cause, what", cases(gpu=True))
-def test_gpu_exercise_kernel_compiles_for_a_t4(slug, checker, cell, cause, what):
+def test_gpu_exercise_kernel_compiles_for_a_t4_and_its_probe_too(slug, checker, cell, cause, what):
     code = defined(cell)
     ptx = kernels.nvrtc_compile(code, name=f"{slug}.cu")
     assert f".entry {checker}(" in ptx
+    probe = checks_probe.probed(code, checker, *PROBED[checker])
+    assert probe is not None, "the probe does not cover this kernel"
+    assert f".entry {checker}(" in kernels.nvrtc_compile(probe, name=f"{slug}-probe.cu")
     COMPILED.append(f"exercise {slug} ({what})")
+
+
+@pytest.mark.parametrize("slug, checker, cell, cause, what", cases(gpu=True, kinds=("solution", "stub", "correct")))
+def test_the_lint_passes_right_kernels(slug, checker, cell, cause, what):
+    assert checks_lint.lint(defined(cell), checker) == []
+
+
+@pytest.mark.parametrize("slug, checker, cell, cause, what",
+                         [c for c in cases(gpu=True, kinds=("mutant",)) if any(k in c.values[3] for k in LINT_CAUSES)])
+def test_the_lint_names_warp_hazards(slug, checker, cell, cause, what):
+    found = checks_lint.lint(defined(cell), checker)
+    assert any(cause in hazard.cause for hazard in found), found
+    assert all("Volta" in hazard.cause and hazard.line > 0 and hazard.text for hazard in found)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("slug, checker, cell, cause, what", cases(gpu=True))
 def test_gpu_checker(slug, checker, cell, cause, what):
-    report = run_checker(checker, cell)
-    if cause is None:
-        assert report.ok, str(report)
-    else:
-        assert not report.ok, f"{slug}: the checker passed a wrong answer\n{report}"
-        assert any(cause in c for c in report.causes()), str(report)
+    for seed in SEEDS if what in EVERY_SEED else SEEDS[:1]:
+        assert_right(run_checker(checker, cell, seed), slug, what, cause)
 
 
 def test_a_checker_reports_an_error_instead_of_raising():
@@ -229,6 +532,7 @@ def test_a_checker_reports_an_error_instead_of_raising():
         return ranks[graph.num_vertices + 5]
     report = checks.pagerank_step(broken, quiet=True)
     assert not report.ok and "IndexError" in report.failures[0].detail
+    assert f"line {broken.__code__.co_firstlineno + 1} of broken)" in report.failures[0].detail
     assert "FAILED pagerank_step" in str(report) and f"seed={report.seed}" in str(report)
 
 

@@ -1,11 +1,12 @@
 import gzip
+import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from helpers.graph import (GraphFormatError, INT32_EDGE_LIMIT, from_edges, offsets_dtype, read_edge_list,
-                           relabel, write_edge_list)
+from helpers.graph import (ArgumentError, GraphFormatError, GraphFormatWarning, INT32_EDGE_LIMIT, check_csr,
+                           from_edges, offsets_dtype, read_edge_list, read_edge_pairs, relabel, write_edge_list)
 from helpers.generators import adversarial_graph, random_graph
 
 
@@ -106,10 +107,17 @@ def test_undirected_pairs_become_two_edges(tmp_path):
     ("0 1\n-4 2\n", r"line 2: negative vertex id -4"),
     ("0 1\n7\n", r"line 2: expected two vertex ids \(source target\), found 1 column"),
     ("0 1 2\n", r"line 1: expected two vertex ids \(source target\), found 3 column"),
+    ("0 1\n1 9223372036854775808\n", r"line 2: vertex id 9223372036854775808 does not fit in 64 bits"),
+    # binary garbage in the body: the line is named, never a UnicodeDecodeError
+    (b"0 1\n\x00\xff\x13 2\n", r"line 2: '\\x00\xff\\x13' is not an integer vertex id"),
+    (b"0 1\n1 2\n\xde\xad\xbe\xef\n", r"line 3: expected two vertex ids \(source target\), found 1 column"),
+    (b"0 1\n1\xc2\xa02\n", r"line 2: .* is not an integer vertex id"),
+    (b"0 1\n\x89PNG\r\n\x1a\n", r"line 2: expected two vertex ids \(source target\), found 1 column"),
+    (b"0 1\n\x89PNG x\r\n", r"line 2: '\\x89PNG' is not an integer vertex id"),
 ])
 def test_malformed_lines_are_named(tmp_path, body, message):
     path = tmp_path / "bad.txt"
-    path.write_text(body)
+    path.write_bytes(body if isinstance(body, bytes) else body.encode())
     with pytest.raises(GraphFormatError, match=message) as caught:
         read_edge_list(path)
     assert str(path) in str(caught.value)
@@ -157,3 +165,192 @@ def test_missing_file():
 def test_from_edges_refuses_bad_arrays(args, message):
     with pytest.raises(GraphFormatError, match=message):
         from_edges(*args)
+
+
+# --- hostile edge lists: any byte in comments, a BOM, garbage in the body, headers that disagree -----
+
+def test_a_utf8_bom_is_skipped(tmp_path):
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbf0 1\n1 2\n")
+    assert read_edge_list(path, relabel_ids=False).out_targets.tolist() == [1, 2]
+    gz = tmp_path / "bom.txt.gz"
+    gz.write_bytes(gzip.compress(b"\xef\xbb\xbf# comment\n5 7\n"))
+    assert read_edge_list(gz).original_ids.tolist() == [5, 7]
+
+
+@pytest.mark.parametrize("comment", [b"# caf\xe9 (latin-1)\n", b"# \xe2\x82\xac UTF-8\n", b"# \x00\xff\xfe\x80 binary\n"])
+def test_any_byte_in_a_comment_is_accepted(tmp_path, comment):
+    path = tmp_path / "c.txt"
+    path.write_bytes(comment + b"0 1\n1 2 # trailing \xff\n")
+    g = read_edge_list(path, relabel_ids=False)
+    assert g.num_edges == 2 and g.out_targets.tolist() == [1, 2]
+
+
+def test_reading_does_not_depend_on_the_locale(tmp_path):
+    import subprocess
+    import sys
+    path = tmp_path / "accents.txt.gz"
+    path.write_bytes(gzip.compress("# Zoë’s graph — naïve “quotes”\n0 1\n1 2\n2 x\n".encode()))
+    script = (f"from helpers.graph import read_edge_list, GraphFormatError\n"
+              f"try:\n    read_edge_list({str(path)!r})\n"
+              f"except GraphFormatError as e:\n    print('refused:', e)\n")
+    env = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "ascii:backslashreplace",
+           "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                          cwd=str(__import__("pathlib").Path(__file__).parent.parent), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "refused:" in done.stdout and "line 4: 'x' is not an integer vertex id" in done.stdout
+
+
+def test_a_header_that_disagrees_with_the_body_is_warned_about(tmp_path):
+    path = tmp_path / "h.txt"
+    path.write_text("# Directed graph\n# Nodes: 5 Edges: 7\n0 1\n1 2\n2 0\n")
+    with pytest.warns(GraphFormatWarning, match=r"the header says 5 nodes and 7 edges, the body has 3 distinct "
+                                                r"ids and 3 edge lines"):
+        read_edge_list(path)
+    path.write_text("# Directed graph\n# Nodes: 3 Edges: 3\n0 1\n1 2\n2 0\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_edge_list(path).num_edges == 3          # an agreeing header: no warning
+
+
+def test_num_vertices_with_relabelling_must_equal_the_distinct_ids(tmp_path):
+    path = tmp_path / "g.txt"
+    path.write_text("10 30\n30 20\n")
+    assert read_edge_list(path, num_vertices=3).num_vertices == 3
+    for wrong in (6, 2):
+        with pytest.raises(GraphFormatError, match=rf"num_vertices={wrong}, but the edges hold 3 distinct ids; "
+                                                   r".*relabel_ids=False"):
+            read_edge_list(path, num_vertices=wrong)
+    assert read_edge_list(path, relabel_ids=False, num_vertices=40).num_vertices == 40   # the other way
+
+
+def undirected_file(tmp_path, header=b""):
+    """Each pair once, smaller id first, the way SNAP stores ego-Facebook."""
+    g = random_graph(300, avg_degree=4, seed=5)
+    src, dst = g.edges()
+    keep = src < dst
+    lines = b"".join(b"%d %d\n" % (u, v) for u, v in zip(src[keep], dst[keep]))
+    path = tmp_path / "undirected.txt"
+    path.write_bytes(header + lines)
+    return path, int(keep.sum())
+
+
+@pytest.mark.parametrize("header", [b"", b"# Undirected graph: facebook\n"])
+def test_a_directed_read_of_an_undirected_file_is_warned_about(tmp_path, header):
+    path, pairs = undirected_file(tmp_path, header)
+    why = "its header says the graph is undirected" if header else "every pair is listed once"
+    with pytest.warns(GraphFormatWarning, match=rf"read as directed, but {why}.*undirected=True"):
+        directed = read_edge_list(path)
+    assert directed.num_edges == pairs
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        both_ways = read_edge_list(path, undirected=True)
+    assert both_ways.num_edges == 2 * pairs
+    src, dst = both_ways.edges()
+    assert np.array_equal(np.sort(src * both_ways.num_vertices + dst), np.sort(dst * both_ways.num_vertices + src))
+
+
+def test_directed_files_read_without_a_warning(tmp_path):
+    path = tmp_path / "d.txt"
+    g = random_graph(300, avg_degree=4, seed=6)
+    write_edge_list(g, path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = read_edge_list(path, relabel_ids=False, num_vertices=g.num_vertices)
+    assert again.num_edges == g.num_edges and np.array_equal(again.in_sources, g.in_sources)
+    isolated = g.num_vertices - np.unique(np.concatenate(g.edges())).size
+    assert isolated > 0
+    with pytest.warns(GraphFormatWarning, match=rf"the header says 300 nodes and {g.num_edges} edges, the body "
+                                                rf"has {300 - isolated} distinct ids .*: {isolated} vertices have "
+                                                r"no edge in the file"):
+        read_edge_list(path)
+
+
+def test_a_directory_or_missing_path_is_refused_with_the_projects_error(tmp_path):
+    with pytest.raises(GraphFormatError, match="no edge-list file at"):
+        read_edge_list(tmp_path)
+
+
+# --- parameters ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(num_vertices=2.7), r"num_vertices must be an integer, got 2\.7 \(float\)"),
+    (dict(num_vertices=3.0), r"num_vertices must be an integer, got 3\.0"),
+    (dict(num_vertices=True), r"num_vertices must be an integer, got True \(bool\)"),
+    (dict(num_vertices="4"), r"num_vertices must be an integer, got '4'"),
+    (dict(undirected="yes"), r"undirected must be True or False"),
+    (dict(original_ids=[7, 8]), r"original_ids needs one id per vertex \(3\), got 2"),
+    (dict(original_ids=[7, 8, 7]), r"original_ids must be distinct; 7 occurs twice"),
+    (dict(original_ids=[7.0, 8.0, 9.0]), r"original_ids must hold integer vertex ids"),
+])
+def test_from_edges_refuses_bad_parameters(kwargs, message):
+    with pytest.raises((ArgumentError, GraphFormatError), match=message):
+        from_edges([0, 1], [1, 2], **{"num_vertices": 3, **kwargs})
+
+
+def test_argument_errors_are_both_value_and_type_errors():
+    for kind in (ValueError, TypeError):
+        with pytest.raises(kind):
+            from_edges([0], [1], num_vertices=2.5)
+
+
+def test_numpy_integers_are_accepted_as_counts_and_ids():
+    g = from_edges(np.array([0, 1], dtype=np.uint8), np.array([1, 2], dtype=np.int16), num_vertices=np.int64(4),
+                   original_ids=np.array([5, 6, 7, 8], dtype=np.uint64))
+    assert g.num_vertices == 4 and g.original_ids.tolist() == [5, 6, 7, 8]
+
+
+def test_ids_beyond_int64_are_reported_with_their_true_value():
+    big = np.array([3, 2**63], dtype=np.uint64)
+    with pytest.raises(GraphFormatError, match=r"sources\[1\] = 9223372036854775808 does not fit in 64 bits"):
+        relabel(big, np.array([1, 2]))
+    with pytest.raises(GraphFormatError, match=r"targets\[0\] = 1180591620717411303424 does not fit"):
+        relabel([1], [2**70])
+    with pytest.raises(GraphFormatError, match=r"original_ids\[1\] = 18446744073709551615 does not fit"):
+        from_edges([0], [1], 2, original_ids=np.array([0, 2**64 - 1], dtype=np.uint64))
+    with pytest.raises(GraphFormatError, match="integer vertex ids"):
+        from_edges(np.array([True, False]), np.array([False, True]))
+
+
+def test_check_csr_accepts_built_graphs_and_names_what_is_wrong():
+    g = adversarial_graph(2_000, seed=3, hub_in_links=500)
+    arrays = dict(out_offsets=g.out_offsets, out_targets=g.out_targets, in_offsets=g.in_offsets,
+                  in_sources=g.in_sources, out_degree=g.out_degree)
+    check_csr(g.num_vertices, **arrays)
+
+    def broken(key, change):
+        copy = {k: v.copy() for k, v in arrays.items()}
+        change(copy[key])
+        return copy
+
+    cases = [
+        (broken("in_sources", lambda a: a.__setitem__(5, 10**9)), r"in ids must lie in 0\.\.1999, found 1000000000"),
+        (broken("in_sources", lambda a: a.__setitem__(5, g.num_vertices)), r"found 2000"),
+        (broken("out_targets", lambda a: a.__setitem__(0, -1)), r"out ids must lie in 0\.\.1999, found -1"),
+        (broken("out_offsets", lambda a: a.__setitem__(7, a[9])), r"out_offsets decrease|out_degree disagrees"),
+        (broken("in_sources", lambda a: a.__setitem__(slice(None), np.roll(a, 1))), r"in-links are not sorted"),
+        (broken("out_degree", lambda a: a.__setitem__(3, a[3] + 1)), r"out_degree disagrees"),
+    ]
+    for bad, message in cases:
+        with pytest.raises(GraphFormatError, match=message):
+            check_csr(g.num_vertices, **bad)
+    with pytest.raises(GraphFormatError, match=r"in_sources must be int32 of length"):
+        check_csr(g.num_vertices, **{**arrays, "in_sources": arrays["in_sources"].astype(np.int64)})
+    with pytest.raises(GraphFormatError, match=r"must be int32 of length"):
+        check_csr(g.num_vertices, **{**arrays, "out_targets": arrays["out_targets"][:-1]})
+
+
+def test_a_header_with_line_breaks_stays_one_comment(tmp_path):
+    g = from_edges([0, 1], [1, 2], name="two\nlines\r\n5 6")
+    path = write_edge_list(g, tmp_path / "g.txt")
+    assert read_edge_list(path).num_edges == 2                     # '5 6' did not become an edge
+    assert path.read_text().splitlines()[0] == "# two lines 5 6"
+
+
+def test_reading_stops_after_max_lines(tmp_path):
+    path = tmp_path / "long.txt.gz"
+    path.write_bytes(gzip.compress(b"# a compressed file that expands far beyond what it claims\n" + b"0 1\n" * 200_000))
+    with pytest.raises(GraphFormatError, match=r"long\.txt\.gz: more than 1,000 edge lines"):
+        read_edge_pairs(path, max_lines=1_000)
+    assert read_edge_pairs(path, max_lines=200_000).shape == (200_000, 2)

@@ -1,10 +1,13 @@
+import warnings
+
 import networkx as nx
 import numpy as np
 import pytest
 
 from helpers import generators
-from helpers.reference import (l1_distance, max_abs_diff, pagerank, rank_correlation, top_k, top_k_overlap,
-                               verify_fixed_point)
+from helpers.graph import ArgumentError
+from helpers.reference import (ConvergenceWarning, l1_distance, max_abs_diff, pagerank, rank_correlation, top_k,
+                               top_k_overlap, verify_fixed_point)
 
 TOL = 1e-12
 
@@ -91,6 +94,15 @@ def test_verifier_rejects_a_perturbed_vector():
     (dict(personalization=np.array([1, -1, 0, 0, 0.0])), "finite and non-negative"),
     (dict(personalization=np.ones(4)), "one weight per vertex"),
     (dict(max_iter=0), "max_iter must be at least 1"),
+    (dict(max_iter=2.5), r"max_iter must be an integer, got 2\.5 \(float\)"),
+    (dict(max_iter=True), r"max_iter must be an integer, got True"),
+    (dict(damping="0.85"), r"damping must be a number, got '0\.85'"),
+    (dict(tol=float("inf")), "tol must be positive and finite"),
+    (dict(tol=float("nan")), "tol must be positive and finite"),
+    (dict(personalization=np.array([1, np.nan, 0, 0, 0])), "finite and non-negative"),
+    (dict(personalization=np.array([1, np.inf, 0, 0, 0])), "finite and non-negative"),
+    (dict(personalization=["a", "b", "c", "d", "e"]), "personalization must be an array of numbers"),
+    (dict(progress="yes"), "progress must be True or False"),
 ])
 def test_bad_parameters_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -107,3 +119,76 @@ def test_comparison_helpers():
     assert top_k_overlap(a, b, 2) == 1.0 and top_k_overlap(a, b, 1) == 0.0
     assert rank_correlation(a, a) == pytest.approx(1.0)
     assert rank_correlation(a, b) < 1.0
+
+
+def test_bad_parameters_are_argument_errors_both_value_and_type_errors():
+    for kind in (ArgumentError, ValueError, TypeError):
+        with pytest.raises(kind, match="max_iter must be an integer"):
+            pagerank(generators.cycle(5), max_iter=2.5)
+    with pytest.raises(ArgumentError, match="expected a helpers.graph.Graph"):
+        pagerank(np.eye(3))
+    assert pagerank(generators.cycle(5), max_iter=np.int64(50)).converged      # NumPy integers are integers
+
+
+@pytest.mark.parametrize("value", [1e308, 1.7976931348623157e308, 5e-324])
+def test_huge_or_tiny_personalisation_weights_are_normalised_safely(value):
+    graph = generators.random_graph(300, seed=4, dangling_fraction=0.2)
+    weights = np.zeros(300)
+    weights[::3] = value
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # no overflow or division RuntimeWarning either
+        result = pagerank(graph, tol=TOL, personalization=weights)
+    assert abs(result.ranks.sum() - 1.0) < 1e-12
+    assert max_abs_diff(result.ranks, pagerank(graph, tol=TOL, personalization=(weights > 0) * 1.0).ranks) < 1e-14
+
+
+def test_stopping_at_max_iter_warns_and_says_so_in_the_result():
+    graph = generators.rmat_graph(5_000, 30_000, seed=2)
+    with pytest.warns(ConvergenceWarning, match=r"did not converge in max_iter=5 iterations: the last L1 change "
+                                                r"is [0-9.e-]+, not below tol=1e-10"):
+        result = pagerank(graph, max_iter=5)
+    assert not result.converged and result.iterations == 5 and result.residuals[-1] >= 1e-10
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert pagerank(graph).converged                             # converging: no warning
+
+
+def test_the_progress_bar_shows_iterations_and_the_l1_change(capsys):
+    graph = generators.rmat_graph(5_000, 30_000, seed=2)
+    result = pagerank(graph, progress=True)
+    out = capsys.readouterr().out
+    assert "PageRank (float64)" in out and f"{result.iterations}it" in out
+    assert f"L1 change {result.residuals[-1]:.2e}" in out
+    pagerank(graph)
+    assert capsys.readouterr().out == ""                           # off by default
+
+
+def test_top_k_validates_k():
+    ranks = np.array([0.1, 0.4, 0.2, 0.3])
+    assert top_k(ranks, 0).tolist() == []
+    assert top_k(ranks, 10).tolist() == [1, 3, 2, 0]
+    assert top_k(ranks, np.int32(1)).tolist() == [1]
+    for k, message in ((-1, "k must be at least 0, got -1"), (2.5, "k must be an integer"), (True, "k must be an")):
+        with pytest.raises(ArgumentError, match=message):
+            top_k(ranks, k)
+    with pytest.raises(ArgumentError, match="k must be at least 1"):
+        top_k_overlap(ranks, ranks, 0)
+    with pytest.raises(ArgumentError, match="ranks must be a 1-D vector"):
+        top_k(np.ones((2, 2)), 1)
+
+
+def test_comparisons_refuse_vectors_of_different_lengths():
+    a = np.array([0.5, 0.5])
+    for compare in (max_abs_diff, l1_distance, rank_correlation):
+        with pytest.raises(ArgumentError, match=r"same length, got shapes \(2,\) and \(1,\)"):
+            compare(a, np.array([0.5]))
+
+
+def test_gpu_top_k_arguments_are_checked_before_any_gpu_work():
+    from helpers import topk
+    ranks = np.ones(10, dtype=np.float32)
+    topk._check(ranks, np.int64(3))
+    for k, message in ((0, r"between 1 and the number of vertices \(10\), got 0"), (11, "got 11"),
+                       (2.5, "k must be an integer"), (True, "k must be an integer")):
+        with pytest.raises(ArgumentError, match=message):
+            topk._check(ranks, k)

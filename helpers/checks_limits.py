@@ -1,0 +1,170 @@
+"""Limits on the student's code, so that a checker always ends with a report: a time limit on each call,
+a cap on what the code prints, SystemExit and KeyboardInterrupt raised by the code reported instead of
+ending the checker (a real Ctrl-C still stops it), and a time limit on waiting for a GPU kernel.
+
+The time limit is a SIGALRM timer (``signal.setitimer``) whose handler raises ``TimeUp``, a BaseException
+of our own that ``except Exception`` in student code cannot swallow; the timer repeats every half second,
+so a bare ``except:`` that swallows one gets another. Signals can be handled only on the main thread,
+where Jupyter and Colab run cells; elsewhere the call runs without a limit and the report says so once.
+"""
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+import traceback
+
+from .checks_report import NOT_WRITTEN_YET, Wrong
+
+CPU_TIME_LIMIT = 60.0        # seconds per call of a student's function
+GPU_TIME_LIMIT = 20.0        # seconds to wait for one kernel launch to finish
+OUTPUT_LIMIT = 2_000         # characters of the student's printed output kept for the report
+_REPEAT = 0.5                # the timer fires again every half second after the limit
+_CUDA_NOT_READY = 600        # cudaErrorNotReady: the work is still running
+
+_told_no_limit = False
+
+
+class TimeUp(BaseException):
+    """Raised by the timer inside the student's code when the time limit has passed."""
+
+
+class KernelHung(Exception):
+    """A kernel launch that did not finish within the time limit."""
+
+
+class Output:
+    """Stands in for sys.stdout and sys.stderr during student calls: keeps the first ``limit``
+    characters (for the report) and counts the rest."""
+
+    encoding = "utf-8"
+
+    def __init__(self, limit: int = OUTPUT_LIMIT):
+        self.limit, self.kept, self.dropped = limit, "", 0
+
+    def write(self, text) -> int:
+        text = str(text)
+        room = self.limit - len(self.kept)
+        self.kept += text[:max(room, 0)]
+        self.dropped += max(len(text) - max(room, 0), 0)
+        return len(text)
+
+    def writelines(self, lines) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+
+def limit_note() -> list[str]:
+    """A note for the report, once per process, when calls cannot be timed (not on the main thread)."""
+    global _told_no_limit
+    if _can_time() or _told_no_limit:
+        return []
+    _told_no_limit = True
+    return ["your function runs without a time limit here (the checker is not on the main thread): if it "
+            "never returns, interrupt it"]
+
+
+def _can_time() -> bool:
+    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+
+
+def _where(error: BaseException, function) -> str:
+    """' (line 7 of your function f)' for the deepest traceback frame in the student's own file."""
+    filename = getattr(getattr(function, "__code__", None), "co_filename", None)
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == filename]
+    return f" (line {frames[-1].lineno} of {frames[-1].name})" if frames else ""
+
+
+def call(function, *args, time_limit: float | None = CPU_TIME_LIMIT, output: Output | None = None, **kwargs):
+    """``function(*args, **kwargs)`` under the limits. Returns what it returns; raises Wrong when it raises,
+    runs past ``time_limit`` seconds, calls sys.exit() or raises KeyboardInterrupt itself. A real Ctrl-C
+    (SIGINT) still raises KeyboardInterrupt, after every handler and stream is restored."""
+    main = _can_time()
+    timed = main and bool(time_limit)
+    state = {"armed": False, "sigint": False}
+
+    def on_alarm(signum, frame):
+        if state["armed"]:
+            raise TimeUp()
+
+    def on_sigint(signum, frame):
+        state["sigint"] = True
+        raise KeyboardInterrupt
+
+    streams = sys.stdout, sys.stderr
+    if main:
+        old_alarm, old_int = signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGINT)
+        outer_timer = signal.getitimer(signal.ITIMER_REAL)
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.signal(signal.SIGINT, on_sigint)
+    start = time.monotonic()
+    try:
+        if output is not None:
+            sys.stdout = sys.stderr = output
+        try:
+            if timed:
+                state["armed"] = True
+                signal.setitimer(signal.ITIMER_REAL, time_limit, _REPEAT)
+            return function(*args, **kwargs)
+        finally:
+            state["armed"] = False
+            if timed:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+    except TimeUp:
+        raise Wrong(f"still running after {time_limit:g} s, so the checker stopped it",
+                    f"your function did not return within the time limit ({time_limit:g} s): likely an endless "
+                    "loop (a stopping test that is never met, a counter never increased); pass time_limit= "
+                    "for more time", stop=True) from None
+    except KeyboardInterrupt as error:
+        if state["sigint"]:
+            raise
+        raise Wrong(f"raised KeyboardInterrupt{_where(error, function)}",
+                    "your function raised KeyboardInterrupt itself (nobody pressed Ctrl-C): a function must "
+                    "return its result, not raise it", stop=False) from None
+    except SystemExit as error:
+        raise Wrong(f"called sys.exit({'' if error.code is None else repr(error.code)}){_where(error, function)}",
+                    "your function called sys.exit() (or exit(), quit()), which would end the whole program "
+                    "(in Jupyter, the kernel): return the result instead") from None
+    except NotImplementedError as error:
+        raise Wrong(f"raised NotImplementedError: {error}", NOT_WRITTEN_YET, stop=True) from None
+    except Exception as error:
+        raise Wrong(f"raised {type(error).__name__}: {str(error).strip()[:600]}{_where(error, function)}",
+                    "your code raised an error on this input") from None
+    finally:
+        sys.stdout, sys.stderr = streams
+        if main:
+            state["armed"] = False
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old_alarm)
+            signal.signal(signal.SIGINT, old_int)
+            if outer_timer[0] > 0:          # someone else's timer was running: let it go on
+                signal.setitimer(signal.ITIMER_REAL, max(outer_timer[0] - (time.monotonic() - start), 1e-3),
+                                 outer_timer[1])
+        if state["sigint"]:
+            raise KeyboardInterrupt        # a real Ctrl-C that the student's code swallowed
+
+
+def wait(cp, time_limit: float = GPU_TIME_LIMIT) -> None:
+    """Wait for the GPU work queued so far, at most ``time_limit`` seconds. Polls an event instead of
+    blocking, so that the wait can end; a kernel error (an illegal address) is raised as CuPy raises it."""
+    event = cp.cuda.Event(disable_timing=True)
+    event.record()
+    deadline, pause = time.monotonic() + time_limit, 1e-4
+    while True:
+        status = cp.cuda.runtime.eventQuery(event.ptr)
+        if status == 0:
+            return
+        if status != _CUDA_NOT_READY:
+            event.synchronize()            # raises the CUDA error the status stands for
+            return
+        if time.monotonic() > deadline:
+            raise KernelHung(f"the kernel did not finish within {time_limit:g} s")
+        time.sleep(pause)
+        pause = min(2 * pause, 0.01)

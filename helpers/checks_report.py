@@ -1,0 +1,163 @@
+"""What a checker reports, and the loop that runs its cases: one line per case, and for a wrong one the
+input, what was expected against what came back, and the likely cause.
+
+A case check raises ``Wrong`` to report a failure; ``Wrong(..., stop=True)`` also stops the run when
+every later case would fail the same way (an unwritten stub, a hung or crashed GPU, a runaway loop).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+NOT_WRITTEN_YET = "not written yet: replace the TODO with your code"
+CHANGED_INPUT = "your function modified its input"
+
+
+@dataclass
+class Failure:
+    case: str       # which input (graph name, size, seed)
+    detail: str     # which vertex, expected against got
+    cause: str      # the likely cause
+
+
+@dataclass
+class Report:
+    exercise: str
+    seed: int
+    passed: list[str] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    stopped: bool = False     # stopped early: every later case would have failed the same way
+    notes: list[str] = field(default_factory=list)
+    printed: str = ""         # what the student's code printed, first characters only
+    not_shown: int = 0        # how many more characters it printed
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.passed) and not self.failures
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def causes(self) -> list[str]:
+        return [f.cause for f in self.failures]
+
+    def __str__(self) -> str:
+        total = len(self.passed) + len(self.failures)
+        if self.ok:
+            lines = [f"PASSED {self.exercise}: all {total} cases right (seed {self.seed})"]
+        else:
+            counted = "stopped at the first error" if self.stopped else f"{len(self.failures)} of {total} cases wrong"
+            lines = [f"FAILED {self.exercise}: {counted} (seed {self.seed}; pass seed={self.seed} to repeat these cases)"]
+        lines += [f"  note: {note}" for note in self.notes]
+        if self.printed or self.not_shown:
+            lines.append("  your code printed:")
+            lines += [f"    | {line}" for line in self.printed.rstrip("\n").split("\n")]
+            if self.not_shown:
+                lines.append(f"    ... ({self.not_shown:,} more characters not shown)")
+        for f in self.failures:
+            lines += [f"  ✗ {f.case}", f"      {f.detail}", f"      likely cause: {f.cause}"]
+        lines += [f"  ✓ {case}" for case in self.passed]
+        return "\n".join(lines)
+
+
+class Wrong(Exception):
+    """Raised inside a case check to report a failure; ``stop`` ends the run after this case."""
+
+    def __init__(self, detail: str, cause: str, stop: bool = False):
+        super().__init__(detail)
+        self.detail, self.cause, self.stop = detail, cause, stop
+
+
+def fresh_seed(seed) -> int:
+    return int(np.random.SeedSequence().entropy % 2**31) if seed is None else int(seed)
+
+
+def random_ranks(rng, n: int) -> np.ndarray:
+    """A random rank vector that sums to 1, no rank below about 0.05 / n."""
+    ranks = rng.random(n) + 0.05
+    return ranks / ranks.sum()
+
+
+def worst_vertex(graph, expected, got, tol) -> tuple[np.ndarray, str]:
+    """Mask of wrong vertices and a line naming the worst one."""
+    err = np.abs(np.asarray(got, np.float64) - expected)
+    bad = ~(err <= tol)
+    if not bad.any():
+        return bad, ""
+    v = int(np.argmax(np.where(bad, np.nan_to_num(err / np.maximum(tol, 1e-300), nan=np.inf), -1)))
+    return bad, (f"vertex {v} (in-degree {int(graph.in_degree[v])}, out-degree {int(graph.out_degree[v])}): "
+                 f"expected {expected[v]:.9g}, got {got[v]:.9g}; {int(bad.sum()):,} of {graph.num_vertices:,} "
+                 f"vertices wrong")
+
+
+def describe(value) -> str:
+    """A short description of what a function returned, for messages about a wrong return value."""
+    if value is None:
+        return "None (is the return statement missing?)"
+    if isinstance(value, np.ndarray):
+        return f"a NumPy array of shape {value.shape} and dtype {value.dtype}"
+    if isinstance(value, (tuple, list)):
+        kinds = ", ".join(type(v).__name__ for v in value[:4]) + (", ..." if len(value) > 4 else "")
+        return f"a {type(value).__name__} of {len(value)} item{'s' * (len(value) != 1)} ({kinds})"
+    if isinstance(value, (str, bytes)):
+        return f"a {type(value).__name__} ({value[:40]!r})"
+    if isinstance(value, (bool, int, float, complex, np.generic)):
+        return f"a single {type(value).__name__} ({value!r})"
+    return f"a {type(value).__module__}.{type(value).__name__}"
+
+
+def changed(name: str, before: np.ndarray, after) -> str | None:
+    """How an input array differs from its pristine copy ('name: 3 of 40 entries changed, e.g. [5]: 0 -> 1'),
+    or None when it is unchanged."""
+    after = np.asarray(after)
+    if after.shape != before.shape:
+        return f"{name} now has shape {after.shape} instead of {before.shape}"
+    differ = np.flatnonzero(~((after == before) | (np.isnan(after) & np.isnan(before))
+                              if before.dtype.kind == "f" else after == before).ravel())
+    if not differ.size:
+        return None
+    i = int(differ[0])
+    return (f"{name}: {differ.size:,} of {before.size:,} entries changed, e.g. [{i}]: "
+            f"{before.ravel()[i].item()!r} -> {after.ravel()[i].item()!r}")
+
+
+def refused(exercise: str, seed: int, detail: str, cause: str, quiet: bool) -> Report:
+    """The report when what was passed to the checker cannot be checked at all (not a function, not a source)."""
+    report = Report(exercise, seed, failures=[Failure("what was passed to the checker", detail, cause)], stopped=True)
+    if not quiet:
+        print(report)
+    return report
+
+
+def run(exercise: str, seed: int, cases, check, quiet: bool, notes=(), output=None) -> Report:
+    """Call check(case) for every (name, case) and collect passes and failures. ``check`` raises Wrong
+    for a wrong answer; any other exception comes from the kernel's compilation or from the GPU, since
+    the student's Python code is called through ``checks_limits.call``, which turns its errors into Wrong."""
+    report = Report(exercise, seed, notes=list(notes))
+    for name, case in cases:
+        try:
+            note = check(case)
+            report.passed.append(name if not note else f"{name}: {note}")
+            continue
+        except Wrong as wrong:
+            report.failures.append(Failure(name, wrong.detail, wrong.cause))
+            if not wrong.stop:
+                continue
+        except Exception as error:                      # a compile error or a GPU fault: report it, never crash
+            text = f"raised {type(error).__name__}: {str(error).strip()[:600]}"
+            if "CUDA" in type(error).__name__ or "cudaError" in str(error) or "CUDA_ERROR" in str(error):
+                cause = ("the kernel read or wrote outside its arrays and the GPU context is lost: restart the "
+                         "runtime")
+            elif type(error).__name__ in ("CompileException", "CompileError") or "compile" in str(error).lower():
+                cause = "the kernel does not compile"
+            else:
+                cause = "the checker could not run this case (this is a bug in the checker: please report it)"
+            report.failures.append(Failure(name, text, cause))
+        report.stopped = True
+        break
+    if output is not None:
+        report.printed, report.not_shown = output.kept, output.dropped
+    if not quiet:
+        print(report)
+    return report

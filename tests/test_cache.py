@@ -1,0 +1,298 @@
+"""The parsed-graph cache under damage: every way graph.npz or info.json can be broken leads to a rebuild
+from the downloaded file (the same graph, no request), or to a clear error; never a raw exception, a crash
+in SciPy or a wrong graph. Writes are atomic, and a read-only data directory falls back to a user cache."""
+import io
+import json
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from helpers.course import describe_path
+
+from helpers import datasets
+from helpers.generators import rmat_graph
+from helpers.reference import pagerank
+from snapserver import serving, snap_bytes
+
+GRAPH = rmat_graph(3_000, 20_000, seed=9, name="cache test graph")
+SMALL = datasets.Dataset("test-cache", "test-cache.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
+KEYS = datasets.ARRAYS
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    with serving(monkeypatch, tmp_path, SMALL, snap_bytes(GRAPH, id_space=10_000)) as srv:
+        yield srv
+
+
+def load(**kwargs):
+    return datasets.load(SMALL, **{"progress": False, "retries": 1, **kwargs})
+
+
+def arrays_of(graph):
+    return {k: getattr(graph, k) for k in KEYS}
+
+
+def identical(a, b):
+    """Same arrays; the generated GRAPH has no original ids (the served file's sparse ids map back to it)."""
+    keys = KEYS if b.original_ids is not None else KEYS[:-1]
+    return a.num_vertices == b.num_vertices and all(np.array_equal(getattr(a, k), getattr(b, k)) for k in keys)
+
+
+def rewrite_npz(folder, arrays, *, save=np.savez):
+    buffer = io.BytesIO()
+    save(buffer, **arrays)
+    (folder / "graph.npz").write_bytes(buffer.getvalue())
+
+
+def altered(change, *, rehash=False):
+    """A function that rewrites graph.npz with the arrays changed by ``change(arrays)``; with ``rehash``,
+    info.json's content hash is recomputed too: a consistent forgery only the CSR checks can catch."""
+    def damage(folder, first):
+        arrays = {k: v.copy() for k, v in arrays_of(first).items()}
+        change(arrays)
+        rewrite_npz(folder, arrays)
+        if rehash:
+            info = json.loads((folder / "info.json").read_text())
+            info["arrays_sha256"] = datasets._arrays_sha256(arrays)
+            (folder / "info.json").write_text(json.dumps(info))
+    return damage
+
+
+def rehashed(change):
+    return altered(change, rehash=True)
+
+
+def write(name, data):
+    def damage(folder, first):
+        (folder / name).write_bytes(data)
+    return damage
+
+
+def truncate(folder, first):
+    data = (folder / "graph.npz").read_bytes()
+    (folder / "graph.npz").write_bytes(data[: len(data) // 2])
+
+
+def zip_magic_and_junk(folder, first):
+    (folder / "graph.npz").write_bytes(b"PK\x03\x04" + os.urandom(5_000))
+
+
+def shift_edges(arrays):
+    arrays["out_targets"][:] = (arrays["out_targets"] + 1) % GRAPH.num_vertices
+
+
+def redirect_one_link(arrays):
+    """Move the last out-link of the first row that allows it one vertex further: every CSR rule still holds."""
+    targets, offsets = arrays["out_targets"], arrays["out_offsets"]
+    for u in range(GRAPH.num_vertices):
+        last = int(offsets[u + 1]) - 1
+        if last >= int(offsets[u]) and targets[last] + 1 < GRAPH.num_vertices:
+            targets[last] += 1
+            return
+
+
+DAMAGES = {
+    "graph.npz truncated": truncate,
+    "graph.npz zip magic and junk": zip_magic_and_junk,
+    "graph.npz empty": write("graph.npz", b""),
+    "graph.npz missing": lambda folder, first: (folder / "graph.npz").unlink(),
+    "a key missing": altered(lambda a: a.pop("in_sources")),
+    "a key extra": altered(lambda a: a.update(extra=np.zeros(3))),
+    "a pickled object array": altered(lambda a: a.update(original_ids=np.array([None] * GRAPH.num_vertices))),
+    "in_sources as int64": altered(lambda a: a.update(in_sources=a["in_sources"].astype(np.int64))),
+    "out_targets one short": altered(lambda a: a.update(out_targets=a["out_targets"][:-1])),
+    "offsets as float": altered(lambda a: a.update(out_offsets=a["out_offsets"].astype(np.float64))),
+    "an in_sources entry of 10**9": altered(lambda a: a["in_sources"].__setitem__(7, 10**9)),
+    "an in_sources entry of n": altered(lambda a: a["in_sources"].__setitem__(7, GRAPH.num_vertices)),
+    "10**9 with a recomputed hash": rehashed(lambda a: a["in_sources"].__setitem__(7, 10**9)),
+    "n with a recomputed hash": rehashed(lambda a: a["in_sources"].__setitem__(7, GRAPH.num_vertices)),
+    "a negative offset, hash recomputed": rehashed(lambda a: a["in_offsets"].__setitem__(5, -3)),
+    "degrees off, hash recomputed": rehashed(lambda a: a["out_degree"].__setitem__(5, a["out_degree"][5] + 1)),
+    "edges shifted, same shapes": altered(shift_edges),
+    "one in-link changed within bounds": altered(lambda a: a["in_sources"].__setitem__(
+        int(a["in_offsets"][-2]), (a["in_sources"][int(a["in_offsets"][-2])] + 1) % GRAPH.num_vertices)),
+    "one out-link redirected within the rules": altered(redirect_one_link),
+    "compressed arrays": lambda folder, first: rewrite_npz(folder, arrays_of(first), save=np.savez_compressed),
+    "info.json []": write("info.json", b"[]"),
+    "info.json garbage": write("info.json", b"\x00\xff{not json"),
+    "info.json empty": write("info.json", b""),
+    "info.json without the hash": lambda folder, first: (folder / "info.json").write_text(json.dumps(
+        {k: v for k, v in json.loads((folder / "info.json").read_text()).items() if k != "arrays_sha256"})),
+    "info.json with a wrong edge count": lambda folder, first: (folder / "info.json").write_text(json.dumps(
+        {**json.loads((folder / "info.json").read_text()), "edges": 10**12})),
+    "info.json of another format": lambda folder, first: (folder / "info.json").write_text(json.dumps(
+        {**json.loads((folder / "info.json").read_text()), "format": 1})),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES.values(), ids=DAMAGES.keys())
+def test_a_damaged_cache_is_rebuilt_from_the_downloaded_file(server, damage, capsys):
+    first = load()
+    folder = datasets.cache_dir(SMALL)
+    damage(folder, first)
+    capsys.readouterr()
+    again = load()
+    assert identical(again, first) and len(server.requests) == 1          # rebuilt from the file kept
+    out = capsys.readouterr().out
+    assert f"test-cache: the cache in {describe_path(folder)} cannot be used (" in out and "building it again" in out
+    assert abs(pagerank(again).ranks.sum() - 1.0) < 1e-12
+    third = load()                                                         # and the rebuilt cache is good
+    assert identical(third, first) and "loaded from the cache" in capsys.readouterr().out
+
+
+def test_damage_caught_by_the_csr_checks_is_named(server, capsys):
+    first = load()
+    folder = datasets.cache_dir(SMALL)
+    rehashed(lambda a: a["in_sources"].__setitem__(7, 10**9))(folder, first)
+    capsys.readouterr()
+    load()
+    assert "in ids must lie in 0..2999, found 1000000000" in capsys.readouterr().out
+    for change in (shift_edges, redirect_one_link):       # well-formed enough: the content hash tells
+        altered(change)(folder, first)
+        load()
+        assert "the arrays do not match their recorded content hash" in capsys.readouterr().out
+
+
+def test_a_damaged_cache_and_a_damaged_file_give_an_integrity_error(server):
+    load()
+    folder = datasets.cache_dir(SMALL)
+    truncate(folder, GRAPH)
+    raw = folder / SMALL.filename
+    raw.write_bytes(raw.read_bytes()[:200])
+    with pytest.raises(datasets.IntegrityError, match=r"damaged or truncated.*was removed: the next call downloads"):
+        load()
+    assert not raw.exists()
+    assert identical(load(), GRAPH) and len(server.requests) == 2           # downloaded afresh
+
+
+def test_a_damaged_cache_without_the_file_and_no_server_is_a_download_error(server, monkeypatch):
+    load()
+    folder = datasets.cache_dir(SMALL)
+    zip_magic_and_junk(folder, GRAPH)
+    (folder / SMALL.filename).unlink()
+    server.close()
+    with pytest.raises(datasets.DownloadError, match="could not connect"):
+        load()
+
+
+def test_cached_info_survives_any_info_json(server):
+    load()
+    folder = datasets.cache_dir(SMALL)
+    assert datasets.cached_info(SMALL)["arrays_sha256"]
+    for data in (b"[]", b"", b"\xff\xfe", b'{"format": 2}', b"null", b"1e999"):
+        (folder / "info.json").write_bytes(data)
+        assert datasets.cached_info(SMALL) is None
+
+
+def test_cache_files_are_replaced_atomically_under_a_concurrent_reader(server, monkeypatch):
+    """A reader that loads while a writer rewrites the cache always sees a whole, valid cache."""
+    first = load()
+    folder = datasets.cache_dir(SMALL)
+    info = datasets.cached_info(SMALL)
+    server.close()                                   # a reader that missed the cache could not download it
+    stop, seen, failures = threading.Event(), [], []
+
+    def writer():
+        while not stop.is_set():
+            datasets._save(first, folder, {k: v for k, v in info.items() if k not in ("format", "arrays_sha256")})
+
+    def reader():
+        while not stop.is_set():
+            try:
+                again = datasets.load(SMALL, progress=False, verbose=False)
+                meta = datasets.cached_info(SMALL)
+                seen.append(identical(again, first) and meta is not None and meta["arrays_sha256"] == info["arrays_sha256"])
+            except Exception as error:               # noqa: BLE001: collected and reported below
+                failures.append(repr(error))
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=reader)]
+    for t in threads:
+        t.start()
+    time.sleep(0.8)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert not failures, failures[:3]
+    assert len(seen) > 20 and all(seen)
+    assert sorted(p.name for p in folder.iterdir()) == ["graph.npz", "info.json", SMALL.filename]   # no temp left
+
+
+def test_a_read_only_data_directory_falls_back_to_the_user_cache(server, tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("PAGERANK_DATA_DIR", str(blocker / "data"))      # cannot be created, even by root
+    graph = load()
+    out = capsys.readouterr().out
+    user_cache = tmp_path / "home" / ".cache" / "pagerank-on-the-gpu" / "cache"
+    assert f"cannot write to {blocker / 'data'} (" in out and f"keeping the cache in {describe_path(user_cache)} instead" in out
+    assert sorted(p.name for p in (user_cache / SMALL.name).iterdir()) == ["graph.npz", "info.json", SMALL.filename]
+    assert identical(load(), graph) and len(server.requests) == 1         # found there the next time
+    assert f"loaded from the cache in {describe_path(user_cache / SMALL.name)}" in capsys.readouterr().out
+
+
+def test_with_no_writable_home_either_the_temp_folder_is_used(server, tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("PAGERANK_DATA_DIR", str(blocker / "data"))
+    monkeypatch.setenv("HOME", str(blocker / "home"))
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    graph = load()
+    assert identical(graph, GRAPH)
+    assert str(tmp_path / "tmp") in str(datasets.cache_dir(SMALL))
+    assert "keeping the cache in" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes to read-only folders")
+def test_a_read_only_existing_data_directory(server, tmp_path, monkeypatch, capsys):
+    data = tmp_path / "ro-data"
+    data.mkdir()
+    data.chmod(0o555)
+    monkeypatch.setenv("PAGERANK_DATA_DIR", str(data))
+    try:
+        load()
+        assert "cannot write to" in capsys.readouterr().out
+    finally:
+        data.chmod(0o755)
+
+
+def test_a_cache_prepared_in_a_read_only_folder_is_still_read(server, tmp_path, monkeypatch):
+    first = load()
+    folder = datasets.cache_dir(SMALL)
+    server.close()
+    for path in (folder, *folder.iterdir()):
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    try:
+        assert identical(load(), first)
+    finally:
+        for path in (folder, *folder.iterdir()):
+            path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def test_the_cached_reload_is_fast(server):
+    load()
+    start = time.perf_counter()
+    load()
+    assert time.perf_counter() - start < 0.5
+
+
+def test_a_file_kept_in_a_folder_now_read_only_is_parsed_not_downloaded(server, tmp_path, monkeypatch, capsys):
+    first = load()
+    folder = datasets.cache_dir(SMALL)
+    (folder / "info.json").write_text("[]")                      # e.g. a cache of an older format
+    monkeypatch.setattr(datasets, "_candidate_roots", lambda: [folder.parent, tmp_path / "home" / "cache"])
+    folder.chmod(0o555)
+    try:
+        if os.access(folder, os.W_OK):                           # root: make the folder unusable another way
+            writable = datasets._unwritable
+            monkeypatch.setattr(datasets, "_unwritable", lambda f: "read-only" if f == folder else writable(f))
+        again = load()
+    finally:
+        folder.chmod(0o755)
+    assert identical(again, first) and len(server.requests) == 1
+    assert "keeping the cache in" in capsys.readouterr().out
+    assert (tmp_path / "home" / "cache" / SMALL.name / "graph.npz").is_file()

@@ -1,0 +1,162 @@
+"""Limits on student code: a runaway function is stopped with a message, sys.exit() and KeyboardInterrupt
+raised by the code are reported (a real Ctrl-C still stops the checker), printing is capped, and a wrong
+return value is described; every signal handler, timer and stream is restored afterwards."""
+import signal
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from helpers import checks, checks_limits
+
+
+@pytest.fixture(autouse=True)
+def handlers_restored():
+    before = signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGINT), sys.stdout, sys.stderr
+    yield
+    assert (signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGINT), sys.stdout, sys.stderr) == before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_runaway_function_is_stopped_within_the_limit():
+    def forever(graph, ranks, damping):
+        while True:
+            pass
+    start = time.monotonic()
+    report = checks.pagerank_step(forever, quiet=True, time_limit=2)
+    assert time.monotonic() - start < 6
+    assert report.stopped and len(report.failures) == 1
+    assert "did not return within the time limit (2 s)" in report.failures[0].cause
+    assert "still running after 2 s" in str(report)
+
+
+def test_a_function_that_swallows_the_first_stop_gets_another():
+    def stubborn(graph, ranks, damping):
+        try:
+            while True:
+                pass
+        except BaseException:          # what a bare except does
+            pass
+        while True:
+            pass
+    start = time.monotonic()
+    report = checks.pagerank_step(stubborn, quiet=True, time_limit=1)
+    assert time.monotonic() - start < 5 and "time limit" in report.failures[0].cause
+
+
+def test_sys_exit_in_student_code_is_reported():
+    def leaves(graph, ranks, damping):
+        sys.exit(3)
+    report = checks.pagerank_step(leaves, quiet=True)
+    assert not report.ok and len(report.failures) == 8
+    assert "called sys.exit(3)" in report.failures[0].detail and "end the whole program" in report.failures[0].cause
+
+
+def test_keyboard_interrupt_raised_by_student_code_is_reported():
+    def interrupts(graph, ranks, damping):
+        raise KeyboardInterrupt
+    report = checks.pagerank_step(interrupts, quiet=True)
+    assert "raised KeyboardInterrupt" in report.failures[0].detail
+    assert "nobody pressed Ctrl-C" in report.failures[0].cause
+
+
+def test_a_real_ctrl_c_still_stops_the_checker():
+    def slow(graph, ranks, damping):
+        while True:
+            time.sleep(0.01)
+    main = threading.main_thread().ident
+    threading.Timer(0.5, lambda: signal.pthread_kill(main, signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        checks.pagerank_step(slow, quiet=True, time_limit=10)
+
+
+def test_a_real_ctrl_c_swallowed_by_student_code_still_stops_the_checker():
+    def swallows(graph, ranks, damping):
+        try:
+            time.sleep(5)
+        except KeyboardInterrupt:
+            pass
+        return ranks
+    main = threading.main_thread().ident
+    threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        checks.pagerank_step(swallows, quiet=True, time_limit=10)
+
+
+def test_printing_is_capped(capsys):
+    def chatty(graph, ranks, damping):
+        for i in range(20_000):
+            print(f"line {i}")
+        return ranks
+    report = checks.pagerank_step(chatty, quiet=False)
+    shown = capsys.readouterr().out
+    assert len(report.printed) == checks_limits.OUTPUT_LIMIT and report.not_shown > 100_000
+    assert "line 0" in shown and "line 19999" not in shown
+    assert f"({report.not_shown:,} more characters not shown)" in shown
+    assert len(shown) < 3 * checks_limits.OUTPUT_LIMIT + 2_000
+
+
+@pytest.mark.parametrize("checker, value, said", [
+    ("transpose", None, "returned None (is the return statement missing?)"),
+    ("transpose", (np.zeros(3, int),), "returned a tuple of 1 item"),
+    ("power_iteration", [np.ones(3)] * 3, "returned a list of 3 items"),
+    ("power_iteration", 0.5, "returned a single float (0.5)"),
+    ("top_k", None, "the returned indices is None"),
+    ("pagerank_step", "ranks", "the returned ranks is a str ('ranks')"),
+])
+def test_a_wrong_return_value_is_described(checker, value, said):
+    def returns(*args, **kwargs):
+        return value
+    report = getattr(checks, checker)(returns, quiet=True)
+    assert not report.ok and said in report.failures[0].detail, str(report)
+    assert "raised" not in report.failures[0].detail and "your code raised" not in report.failures[0].cause
+
+
+def test_off_the_main_thread_the_report_says_there_is_no_time_limit():
+    found = []
+    checks_limits._told_no_limit = False
+    thread = threading.Thread(target=lambda: found.append(checks.top_k(lambda r, k: np.argsort(-r, kind="stable")[:k],
+                                                                        quiet=True)))
+    thread.start()
+    thread.join()
+    assert found[0].ok and "without a time limit" in found[0].notes[0]
+
+
+def test_a_stopped_kernel_wait_raises_kernel_hung():
+    class Event:
+        ptr = 1
+
+        def __init__(self, **kwargs):
+            pass
+
+        def record(self):
+            pass
+
+    class Runtime:
+        @staticmethod
+        def eventQuery(ptr):
+            return 600                  # cudaErrorNotReady, for ever
+
+    class Cuda:
+        runtime = Runtime
+
+        @staticmethod
+        def Event(**kwargs):
+            return Event()
+
+    class FakeCupy:
+        cuda = Cuda
+
+    start = time.monotonic()
+    with pytest.raises(checks_limits.KernelHung, match="did not finish within 0.3 s"):
+        checks_limits.wait(FakeCupy, 0.3)
+    assert time.monotonic() - start < 2
+
+
+def test_what_cannot_be_checked_at_all_is_said():
+    report = checks.pagerank_step(None, quiet=True)
+    assert report.stopped and "pass your function itself" in report.failures[0].cause and "got None" in str(report)
+    report = checks.pull_list(lambda: None, quiet=True)
+    assert report.stopped and "pass the kernel's source, a string" in report.failures[0].cause

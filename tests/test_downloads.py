@@ -1,0 +1,284 @@
+"""Downloads against hostile servers and bad settings, every case bounded in time: each ends in the
+project's DownloadError or IntegrityError with a message that names the cause, in a correct graph, or in
+the announced stand-in. Deadlines and stall windows are shortened through load's own parameters."""
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from helpers import datasets
+from helpers.generators import rmat_graph
+from snapserver import cached_files, serving, snap_bytes
+
+GRAPH = rmat_graph(2_000, 12_000, seed=21, name="download test graph")
+SMALL = datasets.Dataset("test-dl", "test-dl.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
+NOISE = ("Traceback", "urllib3", "HTTPConnectionPool", "HTTPSConnectionPool", "Max retries", "requests.exceptions")
+
+
+@pytest.fixture
+def server(tmp_path, monkeypatch):
+    with serving(monkeypatch, tmp_path, SMALL, snap_bytes(GRAPH, id_space=9_000)) as srv:
+        yield srv
+
+
+
+def load(**kwargs):
+    return datasets.load(SMALL, **{"progress": False, "retries": 1, **kwargs})
+
+
+def same_graph(graph):
+    return (graph.num_vertices == GRAPH.num_vertices and np.array_equal(graph.out_targets, GRAPH.out_targets)
+            and np.array_equal(graph.in_sources, GRAPH.in_sources))
+
+
+def timed(call):
+    start = time.monotonic()
+    try:
+        return call(), time.monotonic() - start
+    except Exception as error:          # returned, not raised: the caller asserts on it and on the time
+        return error, time.monotonic() - start
+
+
+# --- connections that break -------------------------------------------------------------------------
+
+def test_a_connection_dropped_mid_body_is_retried(server, capsys):
+    server.plan(SMALL.filename, server.drop_after(len(server.body) // 3))
+    graph = load(retries=2)
+    assert same_graph(graph)
+    out = capsys.readouterr().out
+    assert f"attempt 1 of 2 failed (the connection was lost after {len(server.body) // 3:,} of " \
+           f"{len(server.body):,} bytes" in out
+    assert len(server.requests) == 2 and not any(noise in out for noise in NOISE)
+
+
+def test_a_connection_dropped_every_time_is_a_download_error_and_falls_back(server, capsys):
+    server.plan(SMALL.filename, *[server.drop_after(1000)] * 2)
+    graph = datasets.load_or_standin(SMALL, retries=2, progress=False)
+    out = capsys.readouterr().out
+    assert "Could not download test-dl" in out and "the connection was lost after 1,000 of" in out
+    assert "(2 attempts)" in out and "stand-in" in out and graph.name.startswith("stand-in for test-dl")
+    assert not any(noise in out for noise in NOISE)
+    assert cached_files(SMALL) == []
+
+
+def test_a_trickling_server_is_a_stall_within_the_window(server):
+    server.plan(SMALL.filename, server.trickle(interval=0.1))          # 10 bytes/s: 2 MB take 2.5 days
+    error, seconds = timed(lambda: load(min_rate=1_000, stall_window=0.6))
+    assert isinstance(error, datasets.DownloadError)
+    assert "the transfer stalled" in str(error) and "below the minimum of 1,000 bytes/s" in str(error)
+    assert 0.55 < seconds < 6
+    assert cached_files(SMALL) == []
+
+
+def test_headers_that_never_end_are_a_stall_too(server):
+    server.plan(SMALL.filename, server.slow_headers(interval=0.1))
+    error, seconds = timed(lambda: load(min_rate=1_000, stall_window=0.5))
+    assert isinstance(error, datasets.DownloadError) and "the transfer stalled: 0 bytes" in str(error)
+    assert seconds < 6
+
+
+def test_a_server_that_never_answers_times_out(server):
+    server.plan(SMALL.filename, server.silent())
+    error, seconds = timed(lambda: load(timeout=0.3))
+    assert isinstance(error, datasets.DownloadError)
+    assert "the server sent nothing for 0.3 s (no answer to the request)" in str(error)
+    assert seconds < 6
+
+
+def test_the_overall_deadline_holds_even_for_a_steady_slow_server(server):
+    server.plan(SMALL.filename, server.trickle(interval=0.05, step=1_000))
+    error, seconds = timed(lambda: load(deadline=0.6, min_rate=100, retries=3))
+    assert isinstance(error, datasets.DownloadError)
+    assert "did not finish within its deadline of 1 s" in str(error) and "pass deadline=" in str(error)
+    assert 0.55 < seconds < 6 and len(server.requests) == 1   # the deadline is not retried
+
+
+def test_a_default_deadline_follows_from_the_announced_size(server, monkeypatch):
+    monkeypatch.setattr(datasets, "DEADLINE_SLACK", 0.2)      # 0.2 s + size / min_rate = 0.7 s
+    server.plan(SMALL.filename, server.trickle(interval=0.05, step=len(server.body) // 100))   # ~5 s in all
+    error, seconds = timed(lambda: load(min_rate=2 * len(server.body), stall_window=60))
+    assert isinstance(error, datasets.DownloadError) and "did not finish within its deadline of 1 s" in str(error)
+    assert 0.65 < seconds < 6
+
+
+def test_a_server_that_is_not_http(server):
+    server.plan(SMALL.filename, server.garbage())
+    error, _ = timed(lambda: load(retries=3))
+    assert isinstance(error, datasets.DownloadError)
+    assert str(error) == f"{server.url}{SMALL.filename}: the server's answer is not valid HTTP (BadStatusLine)"
+    assert len(server.requests) == 1
+
+
+# --- what the server says ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("status, tries", [(404, 1), (403, 1), (500, 3), (503, 3), (429, 3)])
+def test_http_statuses_are_named_and_only_server_errors_retried(server, status, tries):
+    server.statuses["/" + SMALL.filename] = status
+    with pytest.raises(datasets.DownloadError, match=rf"the server answered HTTP {status}"):
+        load(retries=3)
+    assert len(server.requests) == tries
+    assert cached_files(SMALL) == []
+
+
+def test_redirects_are_followed_within_http_and_https(server):
+    server.serve("elsewhere/" + SMALL.filename, server.body)
+    server.plan(SMALL.filename, server.redirect("/elsewhere/" + SMALL.filename, 301))
+    assert same_graph(load())
+    assert server.requests == ["/" + SMALL.filename, "/elsewhere/" + SMALL.filename]
+
+
+@pytest.mark.parametrize("location", ["ftp://127.0.0.1/file.gz", "file:///etc/passwd", "gopher://x/"])
+def test_a_redirect_to_another_scheme_is_refused(server, location):
+    server.plan(SMALL.filename, server.redirect(location))
+    with pytest.raises(datasets.DownloadError, match=rf"redirected to '{location}', which is not an http\(s\)://"):
+        load(retries=3)
+    assert len(server.requests) == 1
+
+
+def test_a_redirect_loop_ends(server):
+    server.plan(SMALL.filename, *[server.redirect("/" + SMALL.filename)] * 20)
+    with pytest.raises(datasets.DownloadError, match="more than 10 redirects"):
+        load()
+
+
+def test_a_body_beyond_any_edge_list_of_that_size_is_refused(server):
+    tiny = datasets.Dataset("tiny-dl", "tiny-dl.txt.gz", True, 10, 10)     # at most 1 MiB + 64 bytes per edge
+    server.serve(tiny.filename, b"x")
+    server.plan(tiny.filename, server.without_length(b"\0" * 65536, repeat=40))
+    with pytest.raises(datasets.IntegrityError, match=r"the server sent more than 1,049,216 bytes"):
+        datasets.load(tiny, progress=False, retries=1)
+    server.plan(tiny.filename, server.announce(10**12))
+    with pytest.raises(datasets.IntegrityError, match=r"the server announces 1,000,000,000,000 bytes"):
+        datasets.load_or_standin(tiny, progress=False, retries=1)         # an IntegrityError never falls back
+    assert cached_files(tiny) == []
+
+
+def test_a_body_without_a_length_is_accepted_when_it_checks_out(server, capsys):
+    server.plan(SMALL.filename, server.without_length())
+    assert same_graph(load(progress=True))
+    out = capsys.readouterr().out
+    assert SMALL.filename in out and "100%" not in out       # bytes counted, no total to show a share of
+
+
+# --- the address ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value, problem", [
+    ("file:///srv/mirror/", "its scheme is file://"),
+    ("ftp://mirror.example/data/", "its scheme is ftp://"),
+    ("snap.stanford.edu/data/", "it has no http(s):// scheme"),
+    ("mirror.example:8080/data", "it has no http(s):// scheme"),
+    ("https:///data/", "it names no host"),
+    ("https://host:99999/", "it is not a valid address"),
+    ("https://exa mple.org/", "it contains spaces"),
+])
+def test_only_http_and_https_addresses_are_accepted(server, monkeypatch, value, problem):
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, value)
+    with pytest.raises(datasets.URLSettingError) as caught:
+        load()
+    message = str(caught.value)
+    assert f"$PAGERANK_DATA_URL={value!r} cannot be used: {problem}" in message
+    assert "only https:// addresses (or, with a warning, http://) can be used" in message
+    assert isinstance(caught.value, ValueError) and isinstance(caught.value, datasets.DownloadError)
+    assert server.requests == []
+
+
+def test_a_bad_address_falls_back_to_the_standin_naming_the_variable(server, monkeypatch, capsys):
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, "ftp://mirror.example/")
+    tiny = datasets.Dataset("tiny-addr", "tiny-addr.txt.gz", True, 300, 1_000)
+    graph = datasets.load_or_standin(tiny, progress=False)
+    out = capsys.readouterr().out
+    assert "Could not download tiny-addr: $PAGERANK_DATA_URL='ftp://mirror.example/' cannot be used" in out
+    assert graph.name.startswith("stand-in for tiny-addr")
+
+
+def test_an_empty_setting_means_snap(monkeypatch):
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, "  ")
+    assert datasets.base_url() == datasets.DEFAULT_BASE_URL
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, "HTTPS://Mirror.Example/snap")
+    assert datasets.base_url() == "HTTPS://Mirror.Example/snap"
+
+
+def test_plain_http_is_accepted_with_a_warning(server, capsys):
+    assert same_graph(load())
+    out = capsys.readouterr().out
+    assert f"WARNING: test-dl: {server.url}{SMALL.filename} is plain http://: the transfer is not authenticated" in out
+
+
+def test_https_to_a_plain_http_server_says_so_not_certificate(server, monkeypatch):
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, server.url.replace("http://", "https://"))
+    error, seconds = timed(lambda: load(retries=3))
+    assert isinstance(error, datasets.DownloadError)
+    message = str(error)
+    assert "the server does not speak TLS" in message and "check the scheme" in message
+    assert "certificate" not in message and seconds < 6        # not retried: retrying cannot help
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    """A TLS server on loopback with a self-signed certificate, which no client should trust."""
+    if shutil.which("openssl") is None:
+        pytest.skip("needs the openssl command to make a self-signed certificate")
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True, timeout=60)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve():
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            try:
+                with context.wrap_socket(conn, server_side=True) as tls:
+                    tls.recv(1024)
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"https://127.0.0.1:{listener.getsockname()[1]}/"
+    stop.set()
+    listener.close()
+
+
+def test_a_certificate_that_cannot_be_trusted_is_named(tls_server, monkeypatch, tmp_path):
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, tls_server)
+    monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "data"))
+    with pytest.raises(datasets.DownloadError, match=r"the server's TLS certificate was refused \(self.signed"):
+        load(retries=2)
+
+
+# --- a refused connection and the announced fallback ---------------------------------------------------
+
+def test_a_refused_connection_is_short_and_free_of_library_noise(server, monkeypatch, capsys):
+    server.close()
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, server.url)
+    graph = datasets.load_or_standin(SMALL, retries=2, progress=False)
+    out = capsys.readouterr().out
+    assert "could not connect: the connection was refused" in out and "(2 attempts)" in out
+    assert not any(noise in out for noise in NOISE)
+    assert graph.name.startswith("stand-in")
+    paragraph = out[out.index("Could not download"):]
+    assert paragraph.count("\n") <= 3 and len(paragraph) < 600
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(retries=0), "retries must be at least 1"), (dict(retries=2.5), "retries must be an integer"),
+    (dict(timeout=0), "timeout must be positive"), (dict(deadline=float("inf")), "deadline must be positive and finite"),
+    (dict(min_rate=-1), "min_rate must be positive"), (dict(stall_window="30"), "stall_window must be a number"),
+    (dict(progress="no"), "progress must be True or False"),
+])
+def test_load_checks_its_parameters(server, kwargs, message):
+    with pytest.raises(datasets.ArgumentError, match=message):
+        datasets.load(SMALL, **kwargs)
+    assert server.requests == []
