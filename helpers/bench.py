@@ -310,7 +310,9 @@ def gpu_part(graph, reference, cpu, result, args) -> int:
     for what, met, numbers in found:
         print(f"  {'MET ' if met else 'MISS'} {what}: {numbers}")
     t4 = floors.t4_expectation(graph.num_vertices, graph.num_edges, web["floor"].sectors_per_edge)
-    print(f"\non a T4, by the model (not a measurement): {t4}")
+    print("\non a T4, by the model (not a measurement):")
+    for key, value in t4.items():
+        print(f"  {key}: {value:.3f}" if isinstance(value, float) else f"  {key}: {value}")
     _write(args.out, result, web, big, found, accuracy, facts, copy_gbs, t4)
     return 0
 
