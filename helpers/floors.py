@@ -74,10 +74,10 @@ class Floors:
                 "sectors_per_edge": self.sectors_per_edge, "model_ms": self.model_ms}
 
 
-def regime(vector_bytes: int, l2_bytes: int) -> str:
+def regime(vector_bytes: int, l2_bytes: int, gpu: str = "this GPU's") -> str:
     """Where the contribution vector falls against L2, in words."""
     ratio = vector_bytes / l2_bytes
-    size = f"the contribution vector ({vector_bytes / 2**20:.1f} MiB) is {ratio:.2f}x this GPU's L2 ({l2_bytes / 2**20:.0f} MiB)"
+    size = f"the contribution vector ({vector_bytes / 2**20:.1f} MiB) is {ratio:.2f}x {gpu} L2 ({l2_bytes / 2**20:.0f} MiB)"
     if ratio <= 0.5:
         return f"in L2: {size}; gathers are served by L2, whose throughput, not DRAM's, sets the floor"
     if ratio <= 1.0:
@@ -120,10 +120,11 @@ def t4_expectation(num_vertices: int, num_edges: int, sectors: float) -> dict:
     takes while 4E bytes of in-links stream through it: the regime sentence says where the graph falls."""
     dram = T4_DRAM_GBS * 1e9
     stream_ms = 4 * num_edges / dram * 1e3
-    return {"gpu": T4_NAME, "regime": regime(4 * num_vertices, T4_L2_BYTES),
+    return {"gpu": T4_NAME, "regime": regime(4 * num_vertices, T4_L2_BYTES, "a T4's"),
+            "vector beyond L2": 4 * num_vertices > T4_L2_BYTES,
             "byte model ms": bytes_per_iteration(num_vertices, num_edges) / dram * 1e3,
-            "gather floor ms, gathers from L2 (best case)": stream_ms,
-            "gather floor ms, gathers from DRAM (worst case)": stream_ms + sectors * num_edges * SECTOR_BYTES / dram * 1e3}
+            "gather from L2 ms (model, best case)": stream_ms,
+            "gather from DRAM ms (model)": stream_ms + sectors * num_edges * SECTOR_BYTES / dram * 1e3}
 
 
 def compute_roof(rounds: int = 4096, trials: int = 7) -> Timing:
