@@ -51,7 +51,8 @@ def file_name(code: str) -> str:
 
 def define(code: str):
     """Make this source the one in force for its kernel file for the rest of the session, and return its
-    kernel function (compiled at once when a GPU is there, so a compile error shows in the defining cell).
+    kernel function — or, for a file whose kernels are not named after it, a namespace of them all — compiled
+    at once when a GPU is there, so that a compile error shows in the defining cell.
 
     This is how a lecture's inline kernel becomes the kernel that its tables time and its checks verify:
     edit the cell, run it again, and every later launch through ``load`` uses the edited source.
@@ -67,7 +68,14 @@ def define(code: str):
               f"for every launch in this session")
     from ..gpu import has_gpu
 
-    return load(name) if has_gpu() else None
+    if not has_gpu():
+        return None
+    functions = kernel_names(code)
+    if name in functions:
+        return load(name)
+    from types import SimpleNamespace                 # a file of several kernels (to_half.cu: half_scale, ...)
+
+    return SimpleNamespace(**{function: load(name, function) for function in functions})
 
 
 def forget(name: str | None = None) -> None:
