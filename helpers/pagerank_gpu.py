@@ -702,18 +702,22 @@ def pagerank_gpu(graph, name="fused", damping: float = DAMPING, tol: float = 1e-
                  personalization=None, *, check_every: int = 8) -> GpuPageRankResult:
     """PageRank on the GPU with the given variant; same semantics and stop test as the float64 reference.
     The stop test runs on the GPU; the host reads it every ``check_every`` iterations (the fused variant
-    replays that many iterations as one CUDA graph), and the ranks are those of the iteration that met it."""
+    replays that many, rounded up to an even number, as one CUDA graph), and the ranks are those of the
+    iteration that met it."""
     cp = require_gpu()
     tol = check_tol(tol)
     if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
         raise ValueError(f"max_iter must be a whole number of at least 1, got {max_iter!r}")
-    max_iter, check_every = int(max_iter), max(2, int(check_every) + int(check_every) % 2)
+    if isinstance(check_every, bool) or int(check_every) != check_every or check_every < 1:
+        raise ValueError(f"check_every must be a whole number of at least 1, got {check_every!r}")
+    max_iter, check_every = int(max_iter), int(check_every)
     dg = graph if isinstance(graph, DeviceGraph) else DeviceGraph(graph, variant=name if isinstance(name, str) else "fused")
     step = make_iteration(dg, name, damping, personalization, tol=tol, max_iter=max_iter)
     if isinstance(step, FusedIteration):
         stream = cp.cuda.Stream(non_blocking=True)
-        cuda_graph = capture(step, check_every, stream)    # its first two iterations ran while warming up
-        for _ in range(max_iter // check_every + 1):        # the GPU stops itself by max_iter at the latest
+        replayed = check_every + check_every % 2            # a captured graph holds an even number of iterations
+        cuda_graph = capture(step, replayed, stream)        # its first two iterations ran while warming up
+        for _ in range(max_iter // replayed + 1):           # the GPU stops itself by max_iter at the latest
             if step.stopped_state()[0]:
                 break
             cuda_graph.launch(stream)
