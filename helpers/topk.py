@@ -10,6 +10,7 @@ from .graph import ArgumentError, check_integer
 
 MERGE_K_MAX = 16       # top_k_merge keeps lists of at most this many entries
 MERGE_THREADS = 128
+MERGE_KERNELS = ("top_k_merge", "top_k_merge_branchy")    # same arguments; the two-list merge differs
 
 
 def _check(ranks, k):
@@ -42,17 +43,21 @@ def by_partition(ranks, k: int) -> np.ndarray:
     return chosen[order].get()
 
 
-def by_merge(ranks, k: int, blocks: int = 256) -> np.ndarray:
-    """The course's kernel: per-thread sorted lists merged in a tree per block, then once more over blocks."""
+def by_merge(ranks, k: int, blocks: int = 256, kernel: str = "top_k_merge") -> np.ndarray:
+    """The course's kernel: per-thread sorted lists merged in a tree per block, then once more over blocks.
+    ``kernel`` names the kernel file to launch: ``top_k_merge`` (the two-list merge with ternary selects) or
+    ``top_k_merge_branchy`` (the same merge with if/else branches), which take the same arguments."""
     cp = require_gpu()
     _check(ranks, k)
     if k > MERGE_K_MAX:
-        raise ValueError(f"top_k_merge keeps at most {MERGE_K_MAX} entries per list, k={k}")
-    kernel = kernels.load("top_k_merge")
+        raise ValueError(f"{kernel} keeps at most {MERGE_K_MAX} entries per list, k={k}")
+    if kernel not in MERGE_KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(MERGE_KERNELS)}, got {kernel!r}")
+    launch = kernels.load(kernel)
     block_r = cp.empty(blocks * k, dtype=cp.float32)
     block_i = cp.empty(blocks * k, dtype=cp.int32)
-    kernel((blocks,), (MERGE_THREADS,), (ranks, None, np.int32(ranks.size), np.int32(k), block_r, block_i))
+    launch((blocks,), (MERGE_THREADS,), (ranks, None, np.int32(ranks.size), np.int32(k), block_r, block_i))
     out_r = cp.empty(k, dtype=cp.float32)
     out_i = cp.empty(k, dtype=cp.int32)
-    kernel((1,), (MERGE_THREADS,), (block_r, block_i, np.int32(block_r.size), np.int32(k), out_r, out_i))
+    launch((1,), (MERGE_THREADS,), (block_r, block_i, np.int32(block_r.size), np.int32(k), out_r, out_i))
     return out_i.get()

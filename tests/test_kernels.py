@@ -305,7 +305,8 @@ def test_top_k_three_ways_with_ties():
             values = rng.integers(0, 50, n).astype(np.float32) / 50     # many ties on purpose
             expected = top_k(values, k)
             device = cp.asarray(values)
-            for method in (topk.by_sort, topk.by_partition, topk.by_merge):
+            for method in (topk.by_sort, topk.by_partition, topk.by_merge,
+                           lambda r, k: topk.by_merge(r, k, kernel="top_k_merge_branchy")):
                 got = method(device, k)
                 assert np.array_equal(got, expected), f"{method.__name__}, n={n}: {got} != {expected}"
     with pytest.raises(ValueError, match="k must lie between"):
