@@ -147,9 +147,13 @@ def torch_spmv(dg, x):
         return None, "PyTorch is not installed"
     if not torch.cuda.is_available():
         return None, "PyTorch sees no CUDA GPU (a CPU-only build?)"
+    import warnings
+
     crow, col = torch.from_dlpack(dg.in_offsets), torch.from_dlpack(dg.in_sources)
     values = torch.ones(dg.num_edges, dtype=torch.float32, device=crow.device)
-    matrix = torch.sparse_csr_tensor(crow, col, values, size=(dg.num_vertices, dg.num_vertices))
+    with warnings.catch_warnings():                  # PyTorch's notice that sparse CSR support is in beta
+        warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
+        matrix = torch.sparse_csr_tensor(crow, col, values, size=(dg.num_vertices, dg.num_vertices))
     vector = torch.from_dlpack(x)
     return (lambda: torch.mv(matrix, vector)), f"PyTorch {torch.__version__} torch.mv on a sparse CSR tensor"
 

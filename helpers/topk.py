@@ -53,6 +53,9 @@ def by_merge(ranks, k: int, blocks: int = 256, kernel: str = "top_k_merge") -> n
         raise ValueError(f"{kernel} keeps at most {MERGE_K_MAX} entries per list, k={k}")
     if kernel not in MERGE_KERNELS:
         raise ValueError(f"kernel must be one of {', '.join(MERGE_KERNELS)}, got {kernel!r}")
+    if getattr(ranks, "dtype", None) != np.float32 or not ranks.flags.c_contiguous:
+        raise TypeError(f"{kernel} reads float32 ranks from a contiguous CuPy array, got "
+                        f"{getattr(ranks, 'dtype', type(ranks).__name__)}: convert with ranks.astype(cupy.float32)")
     launch = kernels.load(kernel)
     block_r = cp.empty(blocks * k, dtype=cp.float32)
     block_i = cp.empty(blocks * k, dtype=cp.int32)
