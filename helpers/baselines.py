@@ -153,7 +153,9 @@ def torch_spmv(dg, x):
     values = torch.ones(dg.num_edges, dtype=torch.float32, device=crow.device)
     with warnings.catch_warnings():                  # PyTorch's notice that sparse CSR support is in beta
         warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
-        matrix = torch.sparse_csr_tensor(crow, col, values, size=(dg.num_vertices, dg.num_vertices))
+        # the arrays were checked when the DeviceGraph was built: say so, rather than leave torch to warn
+        matrix = torch.sparse_csr_tensor(crow, col, values, size=(dg.num_vertices, dg.num_vertices),
+                                         check_invariants=False)
     vector = torch.from_dlpack(x)
     return (lambda: torch.mv(matrix, vector)), f"PyTorch {torch.__version__} torch.mv on a sparse CSR tensor"
 
