@@ -831,17 +831,20 @@ def bench(argv=None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m helpers.multigpu bench",
                                      description="Partitioned PageRank on 1 and on N GPUs (NCCL exchange, and the "
-                                                 "Dask exchange for contrast): verified, timed, written as CSV/JSON.")
-    parser.add_argument("--vertices", type=int, default=2**25)
-    parser.add_argument("--edges", type=int, default=300_000_000)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=2, help="GPUs of the multi-GPU runs (default 2)")
-    parser.add_argument("--variant", default="pull_hybrid", choices=PULL_VARIANTS)
-    parser.add_argument("--tol", type=float, default=1e-6)
-    parser.add_argument("--max-iter", type=int, default=100)
+                                                 "Dask exchange for contrast): verified, timed, written as CSV/JSON.",
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--vertices", type=int, default=2**25, help="vertices of the R-MAT graph generated on the GPU")
+    parser.add_argument("--edges", type=int, default=300_000_000, help="its edges")
+    parser.add_argument("--seed", type=int, default=0, help="the generator's seed")
+    parser.add_argument("--workers", type=int, default=2, help="GPUs of the multi-GPU runs")
+    parser.add_argument("--variant", default="pull_hybrid", choices=PULL_VARIANTS,
+                        help="the course's pull kernel each worker runs on its rows")
+    parser.add_argument("--tol", type=float, default=1e-6, help="stop when the L1 change is below this")
+    parser.add_argument("--max-iter", type=int, default=100, help="at most this many iterations")
     parser.add_argument("--dask-iterations", type=int, default=10,
                         help="iterations of the Dask-exchange contrast run (0: skip it)")
-    parser.add_argument("--out", type=Path, default=Path("bench-results") / "multigpu")
+    parser.add_argument("--out", type=Path, default=Path("bench-results") / "multigpu",
+                        help="folder for multigpu.csv and multigpu.json")
     args = parser.parse_args(argv)
 
     from . import bench as course_bench
