@@ -228,7 +228,7 @@ def measure_graph(dg, reference_ranks, names, args, *, cpu=None, copy_gbs=None, 
     out["floor"] = floor
     for frame in out.values():
         if hasattr(frame, "attrs"):
-            frame.attrs.update(gpu=facts.name, graph=f"{dg.name} ({dg.num_vertices:,} vertices, {dg.num_edges:,} edges)")
+            frame.attrs.update(gpu=facts.name, graph=pg.graph_label(dg))
     return out
 
 

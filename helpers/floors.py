@@ -103,10 +103,11 @@ def measure(dg, *, copy_gbs: float | None = None, launches: int = 10, trials: in
     count = np.int64(dg.num_edges)
     stream = kernels.load("gather_floor", "stream_floor")
     gather = kernels.load("gather_floor", "gather_floor")
+    # ten warm-up launches: the first trials after a quiet spell can run at lower clocks
     stream_t = time_back_to_back(lambda: stream((blocks,), (256,), (dg.in_sources, out, count)),
-                                 launches=launches, trials=trials)
+                                 launches=launches, trials=trials, warmup=10)
     gather_t = time_back_to_back(lambda: gather((blocks,), (256,), (dg.in_sources, x, out, count)),
-                                 launches=launches, trials=trials)
+                                 launches=launches, trials=trials, warmup=10)
     copy_gbs = copy_gbs or measure_copy_bandwidth()
     model = bytes_per_iteration(dg.num_vertices, dg.num_edges) / (copy_gbs * 1e9) * 1e3
     return Floors(stream_t, gather_t, sectors_per_edge(dg.in_sources), model, copy_gbs,

@@ -78,11 +78,18 @@ class DeviceFacts:
 
 
 def device_facts() -> DeviceFacts:
-    """What the current device says of itself, read from its attributes (nothing typed in)."""
+    """What the current device says of itself, read from its attributes (nothing typed in); read once per
+    device, since drivers and launchers ask for it often (a launcher that asked every call cost ~1 ms)."""
     cp = require_gpu()
-    device = cp.cuda.Device()
+    return _device_facts(cp.cuda.Device().id)
+
+
+@lru_cache(maxsize=None)
+def _device_facts(device_id: int) -> DeviceFacts:
+    cp = require_gpu()
+    device = cp.cuda.Device(device_id)
     attributes = device.attributes
-    props = cp.cuda.runtime.getDeviceProperties(device.id)
+    props = cp.cuda.runtime.getDeviceProperties(device_id)
     name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     return DeviceFacts(
         name=name,

@@ -848,7 +848,9 @@ def verify(name_or_variant, *, seed: int | None = None, graphs=None, quiet: bool
                 warnings.simplefilter("ignore", NotConvergedWarning)
                 result = pagerank_gpu(dg, v, tol=1e-6, max_iter=300)
             row["iterations"] = result.iterations
-            row["L1 to reference"] = l1_distance(result.ranks, reference.ranks)
+            row["converged"] = result.converged        # False: stopped at the 300-iteration cap (a long list
+            row["L1 to reference"] = l1_distance(result.ranks, reference.ranks)   # in float32), judged by the
+                                                                                   # coarse bounds below
             row["sum"] = float(result.ranks.astype(np.float64).sum())
             bound, residual_bound = (2e-5, 5e-6) if exact else (coarse, coarse)
             # a float32 sum over a 12,000-in-link list drifts the rank total by up to ~2e-5: long lists (and
@@ -879,6 +881,12 @@ def verify(name_or_variant, *, seed: int | None = None, graphs=None, quiet: bool
 
 
 # --- measuring --------------------------------------------------------------------------------------
+
+def graph_label(graph) -> str:
+    """The graph's name, with its sizes unless the name already says them."""
+    sizes = f"{graph.num_vertices:,} vertices, {graph.num_edges:,} edges"
+    return graph.name if f"{graph.num_vertices:,} vertices" in graph.name else f"{graph.name} ({sizes})"
+
 
 def float64_reference(dg: DeviceGraph, tol: float = 1e-10, max_iter: int = 1000) -> np.ndarray:
     """The float64 reference ranks: on the CPU from the host graph if there is one, else the same power
@@ -950,7 +958,7 @@ def compare(graph, names, *, tol: float = 1e-6, launches: int = 20, trials: int 
             rows.append(row)
     table = pd.DataFrame(rows)
     table.attrs.update(
-        gpu=device_facts().name, graph=f"{dg.name} ({dg.num_vertices:,} vertices, {dg.num_edges:,} edges)",
+        gpu=device_facts().name, graph=graph_label(dg),
         stop=f"L1 change < {tol:g} (float32 on the GPU) against the float64 reference (L1 < 1e-10)",
         timing=f"CUDA events; median and range of {trials} trials of {launches} back-to-back launches "
                f"('launch': {launches} single launches); model_GBps counts {BYTES_MODEL} per iteration",

@@ -5,7 +5,7 @@
 // about one wave of blocks walks the items (heavy first): few blocks, so few shares to add at the end.
 // Whoever completes a vertex writes its new rank and next contribution, and adds to its block's share of
 // the new dangling mass and L1 change; the LAST block to finish adds all shares in double precision, in
-// block order, keeps the dangling mass for the next iteration, records the change and runs the stop test:
+// a fixed order, keeps the dangling mass for the next iteration, records the change and runs the stop test:
 // state[0] becomes 1 (change < tol) or 2 (max_iter reached; <= 0: no limit), after which every block of a
 // later launch returns at once, so replaying extra iterations of a CUDA graph changes nothing.
 // Deterministic: no float atomics. Launch with 256 threads per block.
