@@ -146,8 +146,9 @@ def time_gpu(run, *, warmup: int = 3, repeat: int = 20) -> Timing:
 
 def time_back_to_back(run, *, launches: int = 20, trials: int = 7, warmup: int = 3) -> Timing:
     """Milliseconds per ``run()`` when ``launches`` calls are issued back to back between two CUDA events,
-    in each of ``trials`` trials (median and spread over the trials). The GPU stays busy as long as the host
-    issues work faster than the GPU finishes it: this is the GPU's time per call, without launch gaps."""
+    in each of ``trials`` trials (median and spread over the trials). As long as each call keeps the GPU busy
+    longer than the host takes to issue the next, the GPU never waits and this is the GPU's time per call;
+    for a very short kernel, or a call made of several short launches, it is the host's issue rate instead."""
     cp = require_gpu()
     for _ in range(warmup):
         run()

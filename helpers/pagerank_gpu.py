@@ -915,8 +915,10 @@ def compare(graph, names, *, tol: float = 1e-6, launches: int = 20, trials: int 
             floor=None, graph_replay: bool = True):
     """Time and check each variant on one graph; returns a pandas DataFrame, one row per variant:
     ``launch`` (one launch between two CUDA events, as a caller sees it, host launch cost included),
-    ``kernel`` (the kernel alone, launched back to back: the GPU's time) and ``iteration`` (a whole
-    iteration, back to back), each as median and range over ``trials`` trials; iterations to the L1 stop
+    ``kernel`` (the kernel alone, launched back to back: the GPU's time, unless the kernel is shorter than the
+    host takes to issue it) and ``iteration`` (a whole iteration, back to back: for short kernels bounded by
+    how fast Python issues its launches; the CUDA-graph row of ``fused`` has no such bound), each as median
+    and range over ``trials`` trials; iterations to the L1 stop
     test; distance to the float64 reference; effective GB/s by the byte model (the DRAM lower bound) and the
     iteration time as a multiple of ``floor`` (a Timing of the random-gather floor, if given). ``fused``
     also gets a row for its CUDA-graph replay. The table's attrs say which GPU, graph and stop test."""
