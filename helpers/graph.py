@@ -116,8 +116,10 @@ class Graph:
         return sp.csr_matrix((data, self.in_sources, self.in_offsets), shape=(n, n))
 
     def __repr__(self) -> str:
-        return (f"Graph({self.name!r}: {self.num_vertices:,} vertices, {self.num_edges:,} edges, "
-                f"{int(self.dangling.sum()):,} dangling)")
+        sizes = f"{self.num_vertices:,} vertices, {self.num_edges:,} edges, "
+        if f"{self.num_vertices:,} vertices" in self.name:       # a stand-in's name already says its size
+            sizes = ""
+        return f"Graph({self.name!r}: {sizes}{int(self.dangling.sum()):,} dangling)"
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
