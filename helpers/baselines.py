@@ -151,9 +151,12 @@ def torch_spmv(dg, x):
 
     crow, col = torch.from_dlpack(dg.in_offsets), torch.from_dlpack(dg.in_sources)
     values = torch.ones(dg.num_edges, dtype=torch.float32, device=crow.device)
-    with warnings.catch_warnings():                  # PyTorch's notice that sparse CSR support is in beta
+    # The arrays were checked when the DeviceGraph was built, so torch's own invariant check is skipped. PyTorch
+    # prints two notices here that say nothing about this call: CSR support "is in beta", and (2.11) that the
+    # checks are "implicitly disabled" even when check_invariants=False says so explicitly.
+    with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
-        # the arrays were checked when the DeviceGraph was built: say so, rather than leave torch to warn
+        warnings.filterwarnings("ignore", message=".*[Ss]parse invariant checks are implicitly disabled.*")
         matrix = torch.sparse_csr_tensor(crow, col, values, size=(dg.num_vertices, dg.num_vertices),
                                          check_invariants=False)
     vector = torch.from_dlpack(x)
