@@ -262,10 +262,27 @@ def executed_path(path: Path, out: Path) -> Path:
     return out / notebook_name(path)
 
 
+def _kernel_config(folder: str):
+    """Kernels talk to this process over local sockets in ``folder`` where the system has them (over TCP,
+    ipykernel warns once per notebook that the traffic is unencrypted), over TCP where it has none or the
+    socket path would pass the system's length limit (Linux 107 bytes, macOS 103)."""
+    import os
+
+    from traitlets.config import Config
+
+    config = Config()
+    ip = os.path.join(folder, "kernel")            # sockets kernel-1 ... kernel-5, an absolute path
+    if os.name == "posix" and len(os.fsencode(ip)) + 2 <= 100:
+        config.KernelManager.transport = "ipc"
+        config.KernelManager.ip = ip
+    return config
+
+
 def execute(path: Path, target: Path, *, timeout: int = 1200) -> float:
     """Run a notebook top to bottom in a fresh kernel, in its own folder, and write it with its outputs to
     ``target`` (the notebook itself only where ``target`` is ``path``); returns seconds taken. The executed
     notebook is written on failure too, so the error can be read in it."""
+    import tempfile
     import time
 
     import nbformat
@@ -274,8 +291,10 @@ def execute(path: Path, target: Path, *, timeout: int = 1200) -> float:
     notebook = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     try:
-        NotebookClient(notebook, timeout=timeout, kernel_name="python3", coalesce_streams=True,
-                       resources={"metadata": {"path": str(Path(path).resolve().parent)}}).execute()
+        with tempfile.TemporaryDirectory(prefix="course-kernel-") as sockets:
+            NotebookClient(notebook, timeout=timeout, kernel_name="python3", coalesce_streams=True,
+                           config=_kernel_config(sockets),
+                           resources={"metadata": {"path": str(Path(path).resolve().parent)}}).execute()
     finally:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, target)

@@ -146,6 +146,14 @@ def test_execute_writes_to_a_folder_and_leaves_the_notebooks_as_they_are(tmp_pat
                for n in ("first.ipynb", "second.ipynb")]
     assert printed == [f"{first.parent}\n", "42\n"], "not run, or not in the notebook's own folder"
     assert not (out / "gpu.ipynb").exists()
+    assert "[IPKernelApp] WARNING" not in result.stderr, "the kernel warned (TCP without encryption?)"
+
+
+@pytest.mark.skipif(os.name != "posix", reason="local sockets are a POSIX feature here")
+def test_kernels_use_local_sockets_unless_their_path_would_be_too_long():
+    short = course._kernel_config("/tmp/course-kernel-x").KernelManager
+    assert short.transport == "ipc" and short.ip == "/tmp/course-kernel-x/kernel"
+    assert "transport" not in course._kernel_config("/" + "x" * 120).KernelManager
 
 
 def test_execute_reports_a_failing_notebook_and_writes_its_error_to_the_copy(tmp_path):
