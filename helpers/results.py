@@ -2,7 +2,9 @@
 iterations) and times shown with their spread, never with a digit finer than the spread.
 
 A timing column ``x_ms`` may come with ``x_lo`` and ``x_hi`` (the fastest and slowest trial); ``show`` turns
-the three into one readable column such as ``0.056 (0.055-0.058)`` and prints the table's header first.
+the three into one readable column such as ``0.056 (0.055-0.058)`` and prints the table's header first. A
+column computed from a timing (GB/s, a multiple of a floor) is named in ``frame.attrs["derived"]`` with the
+timing it came from, ``{"model_GBps": "iteration"}``, and ``show`` rounds it to that timing's relative spread.
 """
 from __future__ import annotations
 
@@ -37,6 +39,33 @@ def rounded(value: float, spread: float) -> str:
     return f"{value:,.{places}f}"
 
 
+def _triple(timing) -> tuple[float, float, float]:
+    """(median, fastest, slowest) of a Timing or of a (median, lo, hi) triple."""
+    if hasattr(timing, "median_ms"):
+        return float(timing.median_ms), float(timing.min_ms), float(timing.max_ms)
+    median, lo, hi = timing
+    return float(median), float(lo), float(hi)
+
+
+def apart(a, b) -> bool:
+    """Whether two timings' ranges do not overlap: only then does the measurement tell them apart."""
+    (_, a_lo, a_hi), (_, b_lo, b_hi) = _triple(a), _triple(b)
+    return a_hi < b_lo or b_hi < a_lo
+
+
+def ratio(a, b) -> str:
+    """a's time over b's as 'median (lo-hi)', the range running from a's fastest over b's slowest to a's
+    slowest over b's fastest, rounded to that range: how many times b's time a takes, no finer than known."""
+    (a_med, a_lo, a_hi), (b_med, b_lo, b_hi) = _triple(a), _triple(b)
+    return with_spread(a_med / b_med, a_lo / b_hi, a_hi / b_lo)
+
+
+def difference(a, b, *, scale: float = 1.0) -> str:
+    """a's time minus b's, times ``scale`` (1e3 for microseconds from milliseconds), as 'median (lo-hi)'."""
+    (a_med, a_lo, a_hi), (b_med, b_lo, b_hi) = _triple(a), _triple(b)
+    return with_spread(scale * (a_med - b_med), scale * (a_lo - b_hi), scale * (a_hi - b_lo))
+
+
 def describe(frame) -> str:
     """The header lines of a table: which GPU, which graph, which stop test, how timed."""
     attrs = frame.attrs
@@ -52,11 +81,16 @@ def show(frame, *, header: bool = True):
         print(describe(frame))
     out = pd.DataFrame(index=frame.index)
     columns = list(frame.columns)
+    derived = frame.attrs.get("derived") or {}
     for column in columns:
         if column.endswith(("_lo", "_hi")) and column[:-3] + "_ms" in columns:
             continue
         values = frame[column]
-        if column.endswith("_ms") and column[:-3] + "_lo" in columns:
+        if column in derived and derived[column] + "_ms" in columns:
+            base = derived[column]
+            out[column] = [_derived(v, m, lo, hi) for v, m, lo, hi in
+                           zip(values, frame[base + "_ms"], frame[base + "_lo"], frame[base + "_hi"])]
+        elif column.endswith("_ms") and column[:-3] + "_lo" in columns:
             base = column[:-3]
             out[f"{base} ms (median, range)"] = [
                 with_spread(m, lo, hi) if np.isfinite(m) else "-"
@@ -66,6 +100,13 @@ def show(frame, *, header: bool = True):
         else:
             out[column] = values
     return out
+
+
+def _derived(value: float, median: float, lo: float, hi: float) -> str:
+    """A value computed from a timing, rounded to that timing's relative spread."""
+    if not all(np.isfinite([value, median, lo, hi])) or median <= 0:
+        return _plain(value)
+    return rounded(value, abs(value) * (hi - lo) / median)
 
 
 def _plain(value: float) -> str:

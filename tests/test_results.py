@@ -1,0 +1,40 @@
+import pandas as pd
+
+from helpers import results
+
+
+def test_times_and_the_values_derived_from_them_keep_no_digit_finer_than_the_spread():
+    frame = pd.DataFrame({"variant": ["noisy", "steady"],
+                          "iteration_ms": [0.320, 0.0422], "iteration_lo": [0.248, 0.0421],
+                          "iteration_hi": [0.3465, 0.0424],
+                          "model_GBps": [6.254, 899.31], "x_gather_floor": [38.41, 1.5127], "iterations": [49, 49]})
+    frame.attrs.update(gpu="some GPU", derived={"model_GBps": "iteration", "x_gather_floor": "iteration"})
+    shown = results.show(frame, header=False)
+    assert list(shown["iteration ms (median, range)"]) == ["0.32 (0.25-0.35)", "0.0422 (0.0421-0.0424)"]
+    # a 30 % spread leaves two significant digits; a 0.7 % spread keeps three
+    assert list(shown["x_gather_floor"]) == ["38", "1.51"]
+    assert list(shown["model_GBps"]) == ["6.3", "899"]
+    assert list(shown["iterations"]) == [49, 49]
+
+
+def test_a_derived_value_without_a_finite_timing_is_shown_plainly():
+    frame = pd.DataFrame({"iteration_ms": [float("nan")], "iteration_lo": [float("nan")],
+                          "iteration_hi": [float("nan")], "x_gather_floor": [2.3456]})
+    frame.attrs.update(derived={"x_gather_floor": "iteration"})
+    assert list(results.show(frame, header=False)["x_gather_floor"]) == ["2.35"]
+
+
+def test_rounded_and_with_spread():
+    assert results.with_spread(1.4321, 1.41, 1.44) == "1.43 (1.41-1.44)"
+    assert results.rounded(13.59, 8) == "14" and results.rounded(13.59, 0.8) == "13.6"
+    assert results.rounded(3.66, 0.45) == "3.7"
+
+
+def test_a_ratio_and_a_difference_carry_the_range_of_the_times_they_come_from():
+    from helpers.gpu import Timing
+
+    slow, fast = Timing.of([0.34, 0.356, 0.36]), Timing.of([0.068, 0.073, 0.077])
+    assert results.ratio(slow, fast) == "4.9 (4.4-5.3)"
+    assert results.ratio((1.16, 1.15, 1.17), (0.189, 0.186, 0.194)) == "6.1 (5.9-6.3)"
+    assert results.difference((0.0766, 0.072, 0.084), (0.0413, 0.041, 0.042), scale=1e3) == "35 (30-43)"
+    assert results.apart(slow, fast) and not results.apart((1.0, 0.9, 1.1), (1.05, 1.08, 1.2))
