@@ -15,27 +15,36 @@ import numpy as np
 HEADER_KEYS = ("gpu", "cpu", "graph", "stop", "iterations", "timing", "floor", "note")
 
 
-def decimals_for(spread: float, median: float) -> int:
-    """Decimal places that keep the last digit at the size of the spread (at least 2 significant digits)."""
+def _places(spread: float, median: float) -> int:
+    """Decimal places (negative: tens, hundreds) that keep the last digit at the size of the spread, with at
+    least 2 significant digits."""
     spread = abs(float(spread))
     if not math.isfinite(median) or median == 0:
         return 3
     if spread <= 0 or not math.isfinite(spread):
         spread = abs(median) * 1e-3
     places = -int(math.floor(math.log10(spread)))
-    places = max(places, 1 - int(math.floor(math.log10(abs(median)))))   # two significant digits at least
-    return max(places, 0)
+    return max(places, 1 - int(math.floor(math.log10(abs(median)))))   # two significant digits at least
+
+
+def decimals_for(spread: float, median: float) -> int:
+    """Decimal places that keep the last digit at the size of the spread (at least 2 significant digits)."""
+    return max(_places(spread, median), 0)
 
 
 def with_spread(median: float, lo: float, hi: float) -> str:
     """'median (lo-hi)' rounded to the spread."""
-    places = decimals_for(hi - lo, median)
+    places = _places(hi - lo, median)
+    if places < 0:                                     # known to tens or hundreds: 57,100 (57,000-57,200)
+        return " ".join((f"{round(median, places):,.0f}", f"({round(lo, places):,.0f}-{round(hi, places):,.0f})"))
     return f"{median:.{places}f} ({lo:.{places}f}-{hi:.{places}f})"
 
 
 def rounded(value: float, spread: float) -> str:
     """A derived value (a ratio, GB/s) rounded to the relative spread of the time it came from."""
-    places = decimals_for(spread, value)
+    places = _places(spread, value)
+    if places < 0:                                     # 645 known to within 180: 640
+        return f"{round(value, places):,.0f}"
     return f"{value:,.{places}f}"
 
 

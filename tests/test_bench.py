@@ -67,3 +67,27 @@ def test_every_bench_option_has_help_with_its_default(capsys):
     for option in ("--vertices", "--edges", "--beyond-l2", "--variants", "--orders", "--launches", "--trials", "--out"):
         assert option in text
     assert "(default: bench-results)" in text and "(default: 20)" in text and "(default: 7)" in text
+
+
+def test_the_targets_of_the_recorded_run_read_as_its_log_says_with_ranges():
+    import pandas as pd
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from helpers.gpu import Timing
+
+    run = Path(__file__).resolve().parent.parent / "benchmarks" / "2026-11-22-h100"
+    log = (run / "bench.log").read_text()
+    floor = Timing(0.0279, 0.0278, 0.0285, np.array([0.0279]))      # the web-sized floor its log prints
+    assert "random gather 0.0279 (0.0278-0.0285) ms" in log
+    web = {"variants": pd.read_csv(run / "web_variants.csv"), "floor": SimpleNamespace(gather=floor)}
+    big = {"orders": pd.read_csv(run / "beyond_l2_orders.csv")}
+    found = bench.targets(web, big)
+    assert [met for _, met, _ in found] == [False, False, True, False]
+    for what, met, _ in found:
+        assert f"{'MET ' if met else 'MISS'} {what}" in log
+    web_line, best_line, floor_line, binned_line = (numbers for _, _, numbers in found)
+    assert web_line.startswith("1.51 (1.48-1.52)x (0.0422 (0.0421-0.0424) ms against 0.0279 (0.0278-0.0285) ms)")
+    assert best_line.startswith("1.36") and "2.960 (2.959-2.962) ms" in best_line
+    assert floor_line.startswith("2.52") and "against 7.461" in floor_line
+    assert "given: 8.52" in binned_line and "vs 8.46" in binned_line

@@ -38,3 +38,13 @@ def test_a_ratio_and_a_difference_carry_the_range_of_the_times_they_come_from():
     assert results.ratio((1.16, 1.15, 1.17), (0.189, 0.186, 0.194)) == "6.1 (5.9-6.3)"
     assert results.difference((0.0766, 0.072, 0.084), (0.0413, 0.041, 0.042), scale=1e3) == "35 (30-43)"
     assert results.apart(slow, fast) and not results.apart((1.0, 0.9, 1.1), (1.05, 1.08, 1.2))
+
+
+def test_a_derived_value_known_only_to_tens_is_rounded_to_tens():
+    assert results.rounded(645.0, 180.0) == "640" and results.rounded(806.2, 160.0) == "810"
+    assert results.rounded(12_345.0, 40.0) == "12,340"
+
+
+def test_a_time_known_only_to_hundreds_is_shown_to_hundreds():
+    assert results.with_spread(57_119.0, 56_979.0, 57_160.0) == "57,100 (57,000-57,200)"
+    assert results.with_spread(9.4, 7.2, 11.5) == "9.4 (7.2-11.5)"
