@@ -965,5 +965,5 @@ def compare(graph, names, *, tol: float = 1e-6, launches: int = 20, trials: int 
         timing=f"CUDA events; median and range of {trials} trials of {launches} back-to-back launches "
                f"('launch': {launches} single launches); model_GBps counts {BYTES_MODEL} per iteration",
         floor=None if floor is None else f"random-gather floor {floor} (x_gather_floor = iteration / floor)",
-        derived={"model_GBps": "iteration", "x_gather_floor": "iteration"})
+        derived={"model_GBps": "iteration", "x_gather_floor": ["iteration"] + ([] if floor is None else [floor])})
     return table

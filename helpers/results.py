@@ -3,8 +3,10 @@ iterations) and times shown with their spread, never with a digit finer than the
 
 A timing column ``x_ms`` may come with ``x_lo`` and ``x_hi`` (the fastest and slowest trial); ``show`` turns
 the three into one readable column such as ``0.056 (0.055-0.058)`` and prints the table's header first. A
-column computed from a timing (GB/s, a multiple of a floor) is named in ``frame.attrs["derived"]`` with the
-timing it came from, ``{"model_GBps": "iteration"}``, and ``show`` rounds it to that timing's relative spread.
+column computed from timings (GB/s, a multiple of a floor) is named in ``frame.attrs["derived"]`` with the
+timings it came from: a column triple's base name, a Timing, or a list of them for a ratio,
+``{"model_GBps": "iteration", "x_gather_floor": ["iteration", floor]}``; ``show`` rounds it to the sum of their
+relative spreads.
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ def _places(spread: float, median: float) -> int:
     if spread <= 0 or not math.isfinite(spread):
         spread = abs(median) * 1e-3
     places = -int(math.floor(math.log10(spread)))
-    return max(places, 1 - int(math.floor(math.log10(abs(median)))))   # two significant digits at least
+    # two significant digits at least, of the median or, for a median near zero, of the spread
+    return max(places, 1 - int(math.floor(math.log10(max(abs(median), spread)))))
 
 
 def decimals_for(spread: float, median: float) -> int:
@@ -35,6 +38,9 @@ def decimals_for(spread: float, median: float) -> int:
 def with_spread(median: float, lo: float, hi: float) -> str:
     """'median (lo-hi)' rounded to the spread."""
     places = _places(hi - lo, median)
+    if lo < 0:                                         # 130 (-60 to 250): a minus sign is not a dash
+        return f"{round(median, places):,.{max(places, 0)}f} ({round(lo, places):,.{max(places, 0)}f} to " \
+               f"{round(hi, places):,.{max(places, 0)}f})"
     if places < 0:                                     # known to tens or hundreds: 57,100 (57,000-57,200)
         return " ".join((f"{round(median, places):,.0f}", f"({round(lo, places):,.0f}-{round(hi, places):,.0f})"))
     return f"{median:.{places}f} ({lo:.{places}f}-{hi:.{places}f})"
@@ -95,10 +101,10 @@ def show(frame, *, header: bool = True):
         if column.endswith(("_lo", "_hi")) and column[:-3] + "_ms" in columns:
             continue
         values = frame[column]
-        if column in derived and derived[column] + "_ms" in columns:
-            base = derived[column]
-            out[column] = [_derived(v, m, lo, hi) for v, m, lo, hi in
-                           zip(values, frame[base + "_ms"], frame[base + "_lo"], frame[base + "_hi"])]
+        if column in derived:
+            spreads = [_relative_spreads(frame, source) for source in _sources(derived[column])]
+            out[column] = [_plain(v) if not np.isfinite(rel) else rounded(v, abs(v) * rel)
+                           for v, rel in zip(values, np.sum(spreads, axis=0))]
         elif column.endswith("_ms") and column[:-3] + "_lo" in columns:
             base = column[:-3]
             out[f"{base} ms (median, range)"] = [
@@ -111,11 +117,24 @@ def show(frame, *, header: bool = True):
     return out
 
 
-def _derived(value: float, median: float, lo: float, hi: float) -> str:
-    """A value computed from a timing, rounded to that timing's relative spread."""
-    if not all(np.isfinite([value, median, lo, hi])) or median <= 0:
-        return _plain(value)
-    return rounded(value, abs(value) * (hi - lo) / median)
+def _sources(spec) -> list:
+    """The timings a derived column comes from: a base name, a Timing, a (median, lo, hi) triple, or a list
+    of those (a ratio comes from two)."""
+    if isinstance(spec, str) or hasattr(spec, "median_ms"):
+        return [spec]
+    if isinstance(spec, tuple) and len(spec) == 3 and all(isinstance(x, (int, float)) for x in spec):
+        return [spec]
+    return list(spec)
+
+
+def _relative_spreads(frame, source) -> np.ndarray:
+    """(hi - lo) / median of one source, per row: a column triple of the frame or one fixed timing."""
+    if isinstance(source, str):
+        median, lo, hi = (frame[source + suffix].to_numpy(dtype=float) for suffix in ("_ms", "_lo", "_hi"))
+    else:
+        median, lo, hi = (np.full(len(frame), x) for x in _triple(source))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(median > 0, (hi - lo) / median, np.nan)
 
 
 def _plain(value: float) -> str:

@@ -48,3 +48,24 @@ def test_a_derived_value_known_only_to_tens_is_rounded_to_tens():
 def test_a_time_known_only_to_hundreds_is_shown_to_hundreds():
     assert results.with_spread(57_119.0, 56_979.0, 57_160.0) == "57,100 (57,000-57,200)"
     assert results.with_spread(9.4, 7.2, 11.5) == "9.4 (7.2-11.5)"
+
+
+def test_a_ratio_column_is_rounded_to_the_spreads_of_both_times():
+    from helpers.gpu import Timing
+
+    floor = Timing(0.0283, 0.0279, 0.0287, None)
+    frame = pd.DataFrame({"time_ms": [0.0429], "time_lo": [0.0428], "time_hi": [0.0430],
+                          "x_gather_floor": [0.0429 / 0.0283]})
+    frame.attrs.update(derived={"x_gather_floor": ["time", floor]})
+    assert list(results.show(frame, header=False)["x_gather_floor"]) == ["1.52"]
+    frame.attrs.update(derived={"x_gather_floor": "time"})          # the numerator's spread alone: finer
+    assert list(results.show(frame, header=False)["x_gather_floor"]) == ["1.516"]
+
+
+def test_a_range_below_zero_reads_with_to():
+    assert results.difference((0.13, 0.05, 0.2), (0.0, -0.05, 0.11), scale=1e3) == "130 (-60 to 250)"
+
+
+def test_a_value_near_zero_with_a_wide_range_gets_no_extra_digits():
+    assert results.with_spread(-0.044, -0.171, 0.032) == "-0.04 (-0.17 to 0.03)"
+    assert results.rounded(0.0012, 0.5) == "0.00"
