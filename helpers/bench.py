@@ -192,7 +192,8 @@ def measure_graph(dg, reference_ranks, names, args, *, cpu=None, copy_gbs=None, 
         except Exception as error:                   # e.g. RCM out of host memory: say so, go on
             print(f"  order {how!r} skipped: {type(error).__name__}: {error}")
             continue
-        f = floors.measure(ordered, copy_gbs=floor.copy_gbs, launches=args.launches, trials=args.trials)
+        f = floor if how == "given" else floors.measure(ordered, copy_gbs=floor.copy_gbs, launches=args.launches,
+                                                        trials=args.trials)    # the given order: measured above
         fused = pg.graph_iteration_ms(ordered, trials=args.trials)
         binned_step = pg.make_iteration(ordered, "pull_binned")
         binned = gpu.time_back_to_back(binned_step.run, **b2b)
