@@ -236,10 +236,10 @@ def measure_graph(dg, reference_ranks, names, args, *, cpu=None, copy_gbs=None, 
 def targets(web: dict, big: dict | None) -> list[tuple[str, bool, str]]:
     """The course's targets (benchmark only, never a timed test): (what, met by the medians, the numbers with
     their ranges)."""
-    from .results import ratio as ratio_text, with_spread
+    from .results import ratio as ratio_text, timing_of, with_spread
 
     def timing(frame, row, base):
-        return tuple(float(frame.loc[row, f"{base}{suffix}"]) for suffix in ("_ms", "_lo", "_hi"))
+        return timing_of(frame.loc[row], base)
 
     def ms(t):
         return with_spread(*t) + " ms"

@@ -46,6 +46,13 @@ def with_spread(median: float, lo: float, hi: float) -> str:
     return f"{median:.{places}f} ({lo:.{places}f}-{hi:.{places}f})"
 
 
+def one_sample(value: float) -> str:
+    """A value measured once (a compile, a wall-clock preprocessing run) or extrapolated from one: two
+    significant digits, since one sample has no spread to round to."""
+    value = float(f"{value:.2g}")
+    return f"{value:,.0f}" if abs(value) >= 10 else f"{value:g}"
+
+
 def rounded(value: float, spread: float) -> str:
     """A derived value (a ratio, GB/s) rounded to the relative spread of the time it came from."""
     places = _places(spread, value)
@@ -60,6 +67,24 @@ def _triple(timing) -> tuple[float, float, float]:
         return float(timing.median_ms), float(timing.min_ms), float(timing.max_ms)
     median, lo, hi = timing
     return float(median), float(lo), float(hi)
+
+
+def timing_of(row, base: str) -> tuple:
+    """(median, fastest, slowest) of the timing ``base`` in a table row, a frame (then three columns) or an
+    ``itertuples`` row: its ``base_ms``, ``base_lo`` and ``base_hi``, ready for ``ratio``, ``apart`` and the rest."""
+    get = (lambda key: getattr(row, key)) if hasattr(row, "_fields") else row.__getitem__
+    return tuple(get(f"{base}_{end}") for end in ("ms", "lo", "hi"))
+
+
+def timing_columns(base: str, timing) -> dict:
+    """The columns ``base_ms``, ``base_lo``, ``base_hi`` of a Timing or (median, lo, hi) triple, for a table row."""
+    return dict(zip((f"{base}_ms", f"{base}_lo", f"{base}_hi"), _triple(timing)))
+
+
+def derived(value: float, *timings) -> str:
+    """A value computed from timings (GB/s, a ratio, a rate), rounded to the sum of their relative spreads."""
+    spread = sum((hi - lo) / median if median > 0 else math.nan for median, lo, hi in map(_triple, timings))
+    return _plain(value) if not math.isfinite(spread) or not math.isfinite(value) else rounded(value, abs(value) * spread)
 
 
 def apart(a, b) -> bool:
@@ -96,15 +121,15 @@ def show(frame, *, header: bool = True):
         print(describe(frame))
     out = pd.DataFrame(index=frame.index)
     columns = list(frame.columns)
-    derived = frame.attrs.get("derived") or {}
+    spec = frame.attrs.get("derived") or {}
     for column in columns:
         if column.endswith(("_lo", "_hi")) and column[:-3] + "_ms" in columns:
             continue
         values = frame[column]
-        if column in derived:
-            spreads = [_relative_spreads(frame, source) for source in _sources(derived[column])]
-            out[column] = [_plain(v) if not np.isfinite(rel) else rounded(v, abs(v) * rel)
-                           for v, rel in zip(values, np.sum(spreads, axis=0))]
+        if column in spec:
+            sources = _sources(spec[column])
+            out[column] = [derived(v, *(timing_of(frame.iloc[i], s) if isinstance(s, str) else s for s in sources))
+                           for i, v in enumerate(values)]
         elif column.endswith("_ms") and column[:-3] + "_lo" in columns:
             base = column[:-3]
             out[f"{base} ms (median, range)"] = [
@@ -125,16 +150,6 @@ def _sources(spec) -> list:
     if isinstance(spec, tuple) and len(spec) == 3 and all(isinstance(x, (int, float)) for x in spec):
         return [spec]
     return list(spec)
-
-
-def _relative_spreads(frame, source) -> np.ndarray:
-    """(hi - lo) / median of one source, per row: a column triple of the frame or one fixed timing."""
-    if isinstance(source, str):
-        median, lo, hi = (frame[source + suffix].to_numpy(dtype=float) for suffix in ("_ms", "_lo", "_hi"))
-    else:
-        median, lo, hi = (np.full(len(frame), x) for x in _triple(source))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(median > 0, (hi - lo) / median, np.nan)
 
 
 def _plain(value: float) -> str:

@@ -69,3 +69,24 @@ def test_a_range_below_zero_reads_with_to():
 def test_a_value_near_zero_with_a_wide_range_gets_no_extra_digits():
     assert results.with_spread(-0.044, -0.171, 0.032) == "-0.04 (-0.17 to 0.03)"
     assert results.rounded(0.0012, 0.5) == "0.00"
+
+
+def test_one_sample_keeps_two_significant_digits():
+    assert results.one_sample(42_890.0) == "43,000"
+    assert results.one_sample(0.000224) == "0.00022"
+    assert results.one_sample(0.4412) == "0.44"
+    assert results.one_sample(7.04) == "7"
+
+
+def test_timing_of_reads_a_row_a_frame_or_a_tuple_row():
+    frame = pd.DataFrame({"fused_ms": [2.0, 3.0], "fused_lo": [1.9, 2.8], "fused_hi": [2.2, 3.1]})
+    assert results.timing_of(frame.iloc[1], "fused") == (3.0, 2.8, 3.1)
+    assert results.timing_of(next(frame.itertuples()), "fused") == (2.0, 1.9, 2.2)
+    assert list(results.timing_of(frame, "fused")[2]) == [2.2, 3.1]
+    assert results.timing_columns("fused", (2.0, 1.9, 2.2)) == {"fused_ms": 2.0, "fused_lo": 1.9, "fused_hi": 2.2}
+
+
+def test_a_derived_value_carries_the_spread_of_every_timing():
+    assert results.derived(1000 / 3, (1.0, 0.99, 1.01)) == "333"             # 2% of 333: units
+    assert results.derived(1000 / 3, (1.0, 0.99, 1.01), (1.0, 0.8, 1.2)) == "330"   # 42%: tens
+    assert results.derived(5.0, (0.0, 0.0, 0.0)) == "5"                         # no positive median: plain
