@@ -27,7 +27,11 @@ T4_DRAM_GBS = 320.0
 T4_L2_BYTES = 4 * 2**20
 
 
+BYTES_MODEL = "4E + 20N bytes"      # the DRAM lower bound of one iteration, if every byte moved once
+
+
 def bytes_per_iteration(num_vertices: int, num_edges: int) -> int:
+    """The byte model: every in-link's source (4E) and five vectors of N floats, each moved once."""
     return 4 * int(num_edges) + 20 * int(num_vertices)
 
 
@@ -71,7 +75,7 @@ class Floors:
     def as_dict(self) -> dict:
         return {"stream_ms": self.stream.median_ms, "stream_lo": self.stream.min_ms, "stream_hi": self.stream.max_ms,
                 "gather_ms": self.gather.median_ms, "gather_lo": self.gather.min_ms, "gather_hi": self.gather.max_ms,
-                "sectors_per_edge": self.sectors_per_edge, "model_ms": self.model_ms}
+                "sectors_per_edge": self.sectors_per_edge, "model_ms": self.model_ms, "regime": self.regime}
 
 
 def regime(vector_bytes: int, l2_bytes: int, gpu: str = "this GPU's") -> str:
@@ -101,8 +105,8 @@ def measure(dg, *, copy_gbs: float | None = None, launches: int = 10, trials: in
     out = cp.empty(blocks * 256, dtype=cp.float32)
     x = cp.full(dg.num_vertices, 1.0 / dg.num_vertices, dtype=cp.float32)
     count = np.int64(dg.num_edges)
-    stream = kernels.load("gather_floor", "stream_floor")
-    gather = kernels.load("gather_floor", "gather_floor")
+    stream = kernels.compiled("gather_floor", "stream_floor")
+    gather = kernels.compiled("gather_floor", "gather_floor")
     # ten warm-up launches: the first trials after a quiet spell can run at lower clocks
     stream_t = time_back_to_back(lambda: stream((blocks,), (256,), (dg.in_sources, out, count)),
                                  launches=launches, trials=trials, warmup=10)
@@ -136,7 +140,7 @@ def compute_roof(rounds: int = 4096, trials: int = 7) -> Timing:
     cp = require_gpu()
     blocks = 4 * _grid(cp)
     out = cp.empty(blocks * 256, dtype=cp.float32)
-    kernel = kernels.load("fma_roof")
+    kernel = kernels.compiled("fma_roof")
     launch = lambda: kernel((blocks,), (256,), (out, np.int32(rounds), np.float32(0.999), np.float32(0.001)))  # noqa: E731
     timing = time_back_to_back(launch, launches=3, trials=trials)
     flops = 16.0 * rounds * blocks * 256

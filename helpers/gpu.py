@@ -10,6 +10,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .graph import GraphTooLargeError
+
 NO_GPU_ADVICE = ("On Colab: Runtime > Change runtime type > T4 GPU, then run the notebook again. "
                  "Elsewhere: a CUDA GPU with its driver and CuPy (pip install 'pagerank-gpu-course[gpu]').")
 
@@ -102,22 +104,36 @@ def _device_facts(device_id: int) -> DeviceFacts:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Timing:
-    """Repeated measurements of one thing, in milliseconds: the median and the spread (min to max)."""
-    median_ms: float
-    min_ms: float
-    max_ms: float
+    """Repeated measurements of one thing in milliseconds (or another unit): the samples, their median and
+    range. Timings measured together by ``time_paired`` share a ``pairing`` id, so that a comparison can
+    pair trial i of one with trial i of the other (``helpers.verdicts``)."""
     samples_ms: np.ndarray
+    pairing: int | None = None
 
     @classmethod
-    def of(cls, samples) -> "Timing":
-        samples = np.asarray(samples, dtype=np.float64)
-        return cls(float(np.median(samples)), float(samples.min()), float(samples.max()), samples)
+    def of(cls, samples, pairing: int | None = None) -> "Timing":
+        samples = np.asarray(samples, dtype=np.float64).ravel()
+        if samples.size == 0 or not np.isfinite(samples).all():
+            raise ValueError(f"a Timing needs finite samples, got {samples!r}")
+        return cls(samples, pairing)
 
     @property
-    def spread_ms(self) -> float:
-        return self.max_ms - self.min_ms
+    def median_ms(self) -> float:
+        return float(np.median(self.samples_ms))
+
+    @property
+    def min_ms(self) -> float:
+        return float(self.samples_ms.min())
+
+    @property
+    def max_ms(self) -> float:
+        return float(self.samples_ms.max())
+
+    def scaled(self, factor: float) -> "Timing":
+        """The same measurement in another unit or per another count (e.g. per iteration)."""
+        return Timing(self.samples_ms * factor, self.pairing)
 
     def __str__(self) -> str:
         from .results import with_spread
@@ -125,44 +141,66 @@ class Timing:
         return with_spread(self.median_ms, self.min_ms, self.max_ms) + " ms"
 
 
-def time_gpu(run, *, warmup: int = 3, repeat: int = 20) -> Timing:
-    """Time ``run()`` (which launches GPU work) with CUDA events, one call at a time: ``warmup`` untimed calls,
-    then ``repeat`` timed ones. Each sample includes the time the GPU waits for the host to issue the work,
-    so for short kernels it is the launch as a user sees it; ``time_back_to_back`` measures the GPU's time."""
+def _benchmark(run, repeat: int, warmup: int) -> np.ndarray:
+    """Milliseconds of each of ``repeat`` calls of ``run`` between CUDA events (cupyx.profiler.benchmark),
+    after ``warmup`` untimed calls (the first launch of a kernel compiles it)."""
     cp = require_gpu()
+    from cupyx.profiler import benchmark
+
     for _ in range(warmup):
         run()
     cp.cuda.get_current_stream().synchronize()
-    samples = []
-    for _ in range(repeat):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        samples.append(cp.cuda.get_elapsed_time(start, stop))
-    return Timing.of(samples)
+    return benchmark(run, n_repeat=repeat, n_warmup=0).gpu_times[0] * 1e3
+
+
+def time_gpu(run, *, warmup: int = 3, repeat: int = 20) -> Timing:
+    """Time ``run()`` one call at a time between CUDA events. Each sample includes the time the GPU waits for
+    the host to issue the work: for short kernels, the launch as a caller sees it."""
+    return Timing.of(_benchmark(run, repeat, warmup))
+
+
+def _back_to_back(run, launches: int):
+    def many():
+        for _ in range(launches):
+            run()
+    return many
 
 
 def time_back_to_back(run, *, launches: int = 20, trials: int = 7, warmup: int = 3) -> Timing:
-    """Milliseconds per ``run()`` when ``launches`` calls are issued back to back between two CUDA events,
-    in each of ``trials`` trials (median and spread over the trials). As long as each call keeps the GPU busy
-    longer than the host takes to issue the next, the GPU never waits and this is the GPU's time per call;
-    for a very short kernel, or a call made of several short launches, it is the host's issue rate instead."""
-    cp = require_gpu()
-    for _ in range(warmup):
-        run()
-    cp.cuda.get_current_stream().synchronize()
-    samples = []
-    for _ in range(trials):
-        start, stop = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        for _ in range(launches):
-            run()
-        stop.record()
-        stop.synchronize()
-        samples.append(cp.cuda.get_elapsed_time(start, stop) / launches)
-    return Timing.of(samples)
+    """Milliseconds per ``run()`` when ``launches`` calls go back to back between two CUDA events, in each of
+    ``trials`` trials. While each call keeps the GPU busy longer than the host takes to issue the next, this is
+    the GPU's time per call; for very short calls it is the host's issue rate instead."""
+    return Timing.of(_benchmark(_back_to_back(run, launches), trials, warmup) / launches)
+
+
+_pairings = iter(range(1, 2**62))
+
+
+def time_paired(runs: dict, *, launches: int = 20, trials: int = 15, warmup: int = 3, streams=None) -> dict:
+    """Time several things interleaved: in every trial each of ``runs`` (name -> callable) is timed back to
+    back once, in a rotating order, so that slow spells of the GPU hit them alike. ``streams`` (name ->
+    CuPy stream) times a run on its own stream (a CUDA graph replayed there). Returns name -> Timing, all
+    sharing one pairing id: trial i of each was measured side by side (``helpers.verdicts``)."""
+    import contextlib
+
+    names, streams = list(runs), streams or {}
+
+    def once(name, warm):
+        with streams.get(name) or contextlib.nullcontext():
+            return _benchmark(_back_to_back(runs[name], launches), 1, warm)[0] / launches
+
+    for name in names:
+        once(name, warmup)
+    samples = {name: [] for name in names}
+    for trial in range(trials):
+        for name in names[trial % len(names):] + names[:trial % len(names)]:
+            samples[name].append(once(name, 0))
+    pairing = next(_pairings)
+    return {name: Timing.of(values, pairing) for name, values in samples.items()}
+
+
+HEADROOM = 0.9          # plan for at most 90% of the memory this process can still allocate
+INT32_MAX = 2**31 - 1   # the course's kernels index vertices and edges with int32
 
 
 def free_bytes() -> int:
@@ -175,6 +213,14 @@ def free_bytes() -> int:
     if limit:
         free = min(free, limit - pool.used_bytes())
     return int(max(free, 0))
+
+
+def ensure_fits(nbytes: int, what: str, *, free: int | None = None) -> None:
+    """Refuse, before allocating, what would take more than HEADROOM of the GPU memory still free."""
+    free = free_bytes() if free is None else int(free)
+    if nbytes > HEADROOM * free:
+        raise GraphTooLargeError(f"{what} needs about {nbytes / 2**30:.2f} GiB on the GPU, which has "
+                                 f"{free / 2**30:.2f} GiB free: use a smaller graph or a GPU with more memory")
 
 
 def measure_copy_bandwidth(nbytes: int = 512 * 2**20, repeat: int = 20) -> float:

@@ -571,3 +571,8 @@ def write_edge_list(graph: Graph, path, *, header: str | None = None) -> Path:
         data = gzip.compress(data, compresslevel=6, mtime=0)
     path.write_bytes(data)
     return path
+
+
+class GraphTooLargeError(MemoryError):
+    """A graph, or a layout built from it, needs more memory (host or GPU) or wider indices than there are;
+    the message gives the arithmetic and how to make it smaller."""

@@ -50,7 +50,8 @@ def renumber(dg, perm, name: str | None = None):
     """The same graph with vertex perm[i] renamed i, laid out again on the GPU (a sort of the edges)."""
     from types import SimpleNamespace
 
-    from .pagerank_gpu import DeviceGraph, ensure_fits
+    from .driver import DeviceGraph
+    from .gpu import ensure_fits
 
     cp = require_gpu()
     n, e = dg.num_vertices, dg.num_edges

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -84,17 +85,38 @@ def teleport_vector(num_vertices: int, personalization=None) -> np.ndarray:
     return p / p.sum()
 
 
-def pagerank_step(graph: Graph, ranks: np.ndarray, damping: float, teleport: np.ndarray) -> np.ndarray:
-    """One power-iteration step in float64: pull rank along in-links, redistribute dangling mass, teleport."""
-    ranks = np.asarray(ranks, dtype=np.float64)
-    if ranks.shape != (graph.num_vertices,) or np.shape(teleport) != (graph.num_vertices,):
+def pagerank_step(graph, ranks, damping: float, teleport):
+    """One power-iteration step in float64: pull rank along in-links, redistribute dangling mass, teleport.
+    ``graph`` is a Graph, or anything with ``num_vertices``, ``out_degree``, ``dangling`` and a float64
+    ``in_matrix``: the same step runs on the GPU with CuPy arrays (``driver.float64_reference``)."""
+    xp = sys.modules["cupy"] if type(ranks).__module__.startswith("cupy") else np
+    ranks = xp.asarray(ranks, dtype=xp.float64)
+    if ranks.shape != (graph.num_vertices,) or tuple(teleport.shape) != (graph.num_vertices,):
         raise ArgumentError(f"ranks and teleport need one entry per vertex ({graph.num_vertices}), "
-                            f"got shapes {ranks.shape} and {np.shape(teleport)}")
+                            f"got shapes {ranks.shape} and {tuple(teleport.shape)}")
     degree = graph.out_degree
-    contributions = np.divide(ranks, degree, out=np.zeros_like(ranks), where=degree > 0)
-    dangling_mass = ranks[graph.dangling].sum()
+    contributions = xp.where(degree > 0, ranks / xp.maximum(degree, 1), 0.0)
+    dangling_mass = (ranks * graph.dangling).sum()
     pulled = graph.in_matrix @ contributions
     return damping * pulled + (damping * dangling_mass + (1.0 - damping)) * teleport
+
+
+def iterate(graph, ranks, teleport, damping: float, tol: float, max_iter: int, *, progress: bool = False):
+    """Power iteration with ``pagerank_step`` from ``ranks`` until the L1 change is below ``tol`` or after
+    ``max_iter`` steps: (ranks, the L1 change of every step). NumPy or CuPy arrays alike."""
+    from .progress import bar
+
+    residuals = []
+    with bar(None, "PageRank (float64)", enabled=progress) as shown:
+        for _ in range(max_iter):
+            new = pagerank_step(graph, ranks, damping, teleport)
+            residuals.append(float(abs(new - ranks).sum()))
+            ranks = new
+            shown.set_postfix_str(f"L1 change {residuals[-1]:.2e}", refresh=False)
+            shown.update(1)
+            if residuals[-1] < tol:
+                break
+    return ranks, residuals
 
 
 def pagerank(graph: Graph, damping: float = DAMPING, tol: float = 1e-10, max_iter: int = 1000,
@@ -105,24 +127,13 @@ def pagerank(graph: Graph, damping: float = DAMPING, tol: float = 1e-10, max_ite
     ``progress=True`` shows a text progress bar of the iterations with the current L1 change (the float64
     reference takes seconds on a graph of web-Google's size).
     """
-    from .progress import bar
-
     graph = check_graph(graph)
     damping, tol = check_damping(damping), check_tol(tol)
     max_iter = check_integer(max_iter, "max_iter", minimum=1)
     progress = check_flag(progress, "progress")
     teleport = teleport_vector(graph.num_vertices, personalization)
-    ranks = np.full(graph.num_vertices, 1.0 / graph.num_vertices)
-    residuals = []
-    with bar(None, "PageRank (float64)", enabled=progress) as shown:
-        for _ in range(max_iter):
-            new = pagerank_step(graph, ranks, damping, teleport)
-            residuals.append(float(np.abs(new - ranks).sum()))
-            ranks = new
-            shown.set_postfix_str(f"L1 change {residuals[-1]:.2e}", refresh=False)
-            shown.update(1)
-            if residuals[-1] < tol:
-                break
+    ranks, residuals = iterate(graph, np.full(graph.num_vertices, 1.0 / graph.num_vertices), teleport, damping,
+                               tol, max_iter, progress=progress)
     converged = residuals[-1] < tol
     if not converged:
         warnings.warn(f"PageRank on {graph.name!r} did not converge in max_iter={max_iter} iterations: the last L1 "

@@ -56,7 +56,7 @@ def by_merge(ranks, k: int, blocks: int = 256, kernel: str = "top_k_merge") -> n
     if getattr(ranks, "dtype", None) != np.float32 or not ranks.flags.c_contiguous:
         raise TypeError(f"{kernel} reads float32 ranks from a contiguous CuPy array, got "
                         f"{getattr(ranks, 'dtype', type(ranks).__name__)}: convert with ranks.astype(cupy.float32)")
-    launch = kernels.load(kernel)
+    launch = kernels.compiled(kernel)
     block_r = cp.empty(blocks * k, dtype=cp.float32)
     block_i = cp.empty(blocks * k, dtype=cp.int32)
     launch((blocks,), (MERGE_THREADS,), (ranks, None, np.int32(ranks.size), np.int32(k), block_r, block_i))

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from helpers import course, generators, kernels
-from helpers.pagerank_gpu import VARIANTS     # imports no CuPy
+from helpers.driver import VARIANTS     # imports no CuPy
+from helpers.kernels.catalog import CATALOG
 from helpers.graph import from_edges
 from helpers.reference import pagerank, verify_fixed_point
 
@@ -83,21 +84,41 @@ def test_define_refuses_a_source_without_a_known_file_name():
 
 # --- on a GPU ---------------------------------------------------------------------------------------
 
+def test_the_catalog_lists_every_kernel_file_and_every_variant_once():
+    assert sorted(CATALOG) == kernels.names()
+    launched = sorted(v for e in CATALOG.values() for v in e.variants)
+    assert sorted(set(launched)) == sorted(n for n, v in VARIANTS.items() if v.kernels)   # the rest: CuPy or libraries
+    for entry in CATALOG.values():
+        assert re.match(rf"// {entry.file}: lecture {entry.lecture}\.", kernels.canonical(entry.file)), entry.file
+        for name in entry.variants:
+            assert set(VARIANTS[name].kernels) >= {entry.file} or not VARIANTS[name].kernels, (entry.file, name)
+        if entry.exercise:
+            assert (course.NOTEBOOKS / "exercises" / f"{entry.exercise}.ipynb").is_file(), entry.exercise
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", sorted(VARIANTS) + ["fused", "pull_f16", "pull_bf16"])
-def test_every_variant_passes_verify_on_fresh_adversarial_graphs(name):
-    from helpers.pagerank_gpu import verify
-    table = verify(name, seed=sum(map(ord, name)), quiet=True)   # raises VerificationError when wrong
-    assert table["ok"].all() and len(table) >= 6
+@pytest.mark.parametrize("file", list(CATALOG))
+def test_kernel_is_right(file):
+    """Each kernel file's own check: every variant that launches it passes verify on fresh adversarial graphs;
+    a kernel outside the driver gets the check below that runs it."""
+    from helpers.driver import verify
+    entry = CATALOG[file]
+    for name in entry.variants:
+        table = verify(name, seed=sum(map(ord, name)), quiet=True)   # raises VerificationError when wrong
+        assert table["ok"].all() and len(table) >= 6
+    if file in OWN_CHECKS:
+        OWN_CHECKS[file]()
+    assert entry.variants or file in OWN_CHECKS, f"{file} has no check"
 
 
 @pytest.mark.gpu
 def test_verify_fails_kernels_with_typical_wrong_edits():
-    from helpers.pagerank_gpu import VerificationError, verify
+    from helpers.driver import VerificationError, verify
     wrong = [("pull_contrib", "pull_contrib", "k < in_offsets[v + 1]", "k <= in_offsets[v + 1]"),
              ("pull_warp", "pull_warp", "offset = 16", "offset = 8"),
              ("contributions", "pull_contrib", "rank[u] / degree", "rank[u]"),
-             ("fused_step", "fused", "dangling += degree == 0 ? r : 0.0f;", "")]
+             ("fused", "fused", "dangling += degree == 0 ? r : 0.0f;", ""),
+             ("blocked", "blocked", "acc[v] = 0.0f;", "")]
     try:
         for name, variant, good, bad in wrong:
             assert good in kernels.canonical(name)
@@ -110,9 +131,9 @@ def test_verify_fails_kernels_with_typical_wrong_edits():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", [n for n, v in VARIANTS.items() if v.deterministic] + ["fused"])
+@pytest.mark.parametrize("name", [n for n, v in VARIANTS.items() if v.deterministic])
 def test_deterministic_variants_give_identical_results_twice(name):
-    from helpers.pagerank_gpu import DeviceGraph, pagerank_gpu
+    from helpers.driver import DeviceGraph, pagerank_gpu
     graph = generators.adversarial_graph(20_001, seed=13, hub_in_links=12_000)
     if name == "scan_naive":
         graph = generators.random_graph(1_000, seed=12)
@@ -124,12 +145,12 @@ def test_deterministic_variants_give_identical_results_twice(name):
 
 @pytest.mark.gpu
 def test_the_stop_test_on_the_gpu_gives_the_ranks_of_the_iteration_that_met_it():
-    from helpers.pagerank_gpu import DeviceGraph, pagerank_gpu
+    from helpers.driver import DeviceGraph, pagerank_gpu
     from helpers.reference import ConvergenceWarning
     graph = generators.rmat_graph(60_000, 400_000, seed=14)
     dg = DeviceGraph(graph)
     reference = pagerank(graph, tol=1e-10)
-    for name in ("pull_hybrid", "fused"):
+    for name in ("pull_hybrid", "fused", "blocked"):
         every = pagerank_gpu(dg, name, tol=1e-6, check_every=2)
         sparse = pagerank_gpu(dg, name, tol=1e-6, check_every=16)
         assert every.iterations == sparse.iterations and np.array_equal(every.ranks, sparse.ranks), name
@@ -143,7 +164,7 @@ def test_the_stop_test_on_the_gpu_gives_the_ranks_of_the_iteration_that_met_it()
 @pytest.mark.gpu
 def test_the_fused_iteration_does_not_collapse_when_hubs_are_adjacent():
     from helpers import gpu, locality
-    from helpers.pagerank_gpu import DeviceGraph, graph_iteration_ms, pagerank_gpu
+    from helpers.driver import DeviceGraph, graph_iteration_ms, pagerank_gpu
     graph = generators.rmat_graph(200_000, 2_000_000, seed=3)
     dg = DeviceGraph(graph)
     hubs_together, _ = locality.reorder(dg, "in-degree")
@@ -156,19 +177,37 @@ def test_the_fused_iteration_does_not_collapse_when_hubs_are_adjacent():
 
 @pytest.mark.gpu
 def test_a_vertex_split_over_many_blocks_is_summed_exactly_once():
-    from helpers.pagerank_gpu import DeviceGraph, FusedIteration, step_error
+    from helpers.driver import DeviceGraph, FusedIteration, step_error
     graph = generators.adversarial_graph(60_001, seed=5, hub_in_links=50_000)
     dg = DeviceGraph(graph)
     step = FusedIteration(dg, chunk=1024)                       # the hub becomes ~49 tasks
     assert int(step.plan.groups.shape[0]) >= 1 and int(step.plan.heavy.shape[0]) > 40
     for _ in range(3):                                          # the arrival counters reset every iteration
-        assert step_error(dg, "fused") < 1e-4
+        assert step_error(dg, "fused", chunk=1024) < 1e-4
+        assert step_error(dg, "blocked", chunk=1024, vertices_per_segment=7_001) < 1e-4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("segment", [257, 4_096, 1 << 20])
+def test_the_blocked_iteration_is_right_with_one_segment_or_many(segment):
+    from helpers.driver import BlockedIteration, DeviceGraph, step_error
+    graph = generators.adversarial_graph(20_001, seed=7, hub_in_links=12_000)
+    dg = DeviceGraph(graph)
+    step = BlockedIteration(dg, vertices_per_segment=segment)
+    assert len(step.passes) == -(-graph.num_vertices // segment) or segment > graph.num_vertices
+    assert step_error(dg, "blocked", vertices_per_segment=segment) < 1e-4
+    reference = pagerank(graph, tol=1e-10)
+    step = BlockedIteration(dg, tol=1e-7, max_iter=300, vertices_per_segment=segment)
+    for _ in range(300):
+        step.run()
+    reason, count = step.stopped_state()
+    assert reason == 1 and np.abs(step.ranks_after(count).get() - reference.ranks).sum() < 2e-5
 
 
 @pytest.mark.gpu
 def test_a_captured_graph_replays_the_same_iterations():
     import cupy as cp
-    from helpers.pagerank_gpu import DeviceGraph, FusedIteration, capture
+    from helpers.driver import BlockedIteration, DeviceGraph, FusedIteration, capture
     dg = DeviceGraph(generators.rmat_graph(60_000, 400_000, seed=14))
     plain = FusedIteration(dg)
     for _ in range(22):
@@ -181,11 +220,17 @@ def test_a_captured_graph_replays_the_same_iterations():
     stream.synchronize()
     assert np.array_equal(plain.ranks_after(22).get(), replayed.ranks_after(22).get())
     assert np.array_equal(plain.changes[:22].get(), replayed.changes[:22].get())
+    blocked = [BlockedIteration(dg, vertices_per_segment=9_999) for _ in range(2)]
+    for _ in range(12):
+        blocked[0].run()
+    capture(blocked[1], 10, stream).launch(stream)
+    stream.synchronize()
+    assert np.array_equal(blocked[0].ranks_after(12).get(), blocked[1].ranks_after(12).get())
 
 
 @pytest.mark.gpu
 def test_personalised_pagerank_on_the_gpu_matches_the_reference():
-    from helpers.pagerank_gpu import DeviceGraph, pagerank_gpu
+    from helpers.driver import DeviceGraph, pagerank_gpu
     from helpers.reference import ConvergenceWarning
     graph = generators.rmat_graph(60_000, 400_000, seed=14)
     dg = DeviceGraph(graph)
@@ -199,15 +244,14 @@ def test_personalised_pagerank_on_the_gpu_matches_the_reference():
         pagerank_gpu(dg, "fused", personalization=weights)
 
 
-@pytest.mark.gpu
-def test_the_six_versions_reports_warp_kernel_is_caught():
+def _six_versions_kernel_is_caught():
     import cupy as cp
-    from helpers.pagerank_gpu import BLOCK, DeviceGraph
+    from helpers.driver import BLOCK, DeviceGraph
     graph = generators.adversarial_graph(20_001, seed=13, hub_in_links=12_000)
     dg = DeviceGraph(graph)
     x = cp.asarray(np.random.default_rng(0).random(graph.num_vertices).astype(np.float32))
     y = cp.full(graph.num_vertices, cp.nan, dtype=cp.float32)
-    kernels.load("pull_hybrid_six_versions")(((graph.num_vertices + BLOCK - 1) // BLOCK,), (BLOCK,),
+    kernels.compiled("pull_hybrid_six_versions")(((graph.num_vertices + BLOCK - 1) // BLOCK,), (BLOCK,),
                                          (dg.in_offsets, dg.in_sources, x, y, np.int32(graph.num_vertices)))
     expected = graph.in_matrix @ x.get().astype(np.float64)
     got = y.get()
@@ -220,7 +264,7 @@ def test_the_six_versions_reports_warp_kernel_is_caught():
 def test_int64_arrays_that_fit_are_converted_and_too_many_edges_are_refused():
     from types import SimpleNamespace
     from helpers.graph import Graph
-    from helpers.pagerank_gpu import DeviceGraph, GraphTooLargeError, pagerank_gpu
+    from helpers.driver import DeviceGraph, GraphTooLargeError, pagerank_gpu
     g = generators.chain(4)
     wide = Graph(g.num_vertices, g.out_offsets.astype(np.int64), g.out_targets, g.in_offsets.astype(np.int64),
                  g.in_sources.astype(np.int64), g.out_degree.astype(np.int64), name="wide")
@@ -238,7 +282,7 @@ def test_int64_arrays_that_fit_are_converted_and_too_many_edges_are_refused():
 @pytest.mark.gpu
 def test_float64_vectors_are_refused_where_they_enter_a_kernel():
     import cupy as cp
-    from helpers.pagerank_gpu import VARIANTS, DeviceGraph
+    from helpers.driver import VARIANTS, DeviceGraph
     dg = DeviceGraph(generators.random_graph(1_000, seed=1))
     with pytest.raises(TypeError, match="float32"):
         VARIANTS["pull_contrib"](dg, cp.ones(1_000), cp.empty(1_000, dtype=cp.float32))
@@ -246,7 +290,7 @@ def test_float64_vectors_are_refused_where_they_enter_a_kernel():
 
 @pytest.mark.gpu
 def test_scan_naive_refuses_large_graphs():
-    from helpers.pagerank_gpu import DeviceGraph, Iteration
+    from helpers.driver import DeviceGraph, Iteration
     big = DeviceGraph(generators.rmat_graph(60_000, 400_000, seed=14))
     with pytest.raises(ValueError, match="O\\(N\\^2\\)"):
         Iteration(big, "scan_naive")
@@ -256,7 +300,7 @@ def test_scan_naive_refuses_large_graphs():
 def test_a_graph_beyond_the_memory_limit_is_refused_up_front_not_midway():
     import cupy as cp
     from helpers import gpu
-    from helpers.pagerank_gpu import DeviceGraph, GraphTooLargeError, device_bytes, pagerank_gpu
+    from helpers.driver import DeviceGraph, GraphTooLargeError, device_bytes, pagerank_gpu
     pool = cp.get_default_memory_pool()
     pool.free_all_blocks()
     limit = pool.used_bytes() + 256 * 2**20
@@ -282,7 +326,7 @@ def test_a_graph_beyond_the_memory_limit_is_refused_up_front_not_midway():
 def test_warp_kernels_index_graphs_beyond_2_27_vertices():
     import cupy as cp
     from types import SimpleNamespace
-    from helpers.pagerank_gpu import VARIANTS, DeviceGraph
+    from helpers.driver import VARIANTS, DeviceGraph
     n = 2**27 + 3_001                          # 32 threads per vertex: more than 2^32 threads
     in_offsets = cp.arange(n + 1, dtype=cp.int32)
     in_offsets[-1] = n                         # every vertex v has one in-link, from (v + 1) % n
@@ -297,8 +341,7 @@ def test_warp_kernels_index_graphs_beyond_2_27_vertices():
         del y
 
 
-@pytest.mark.gpu
-def test_top_k_three_ways_with_ties():
+def _top_k_three_ways_with_ties():
     import cupy as cp
     from helpers import topk
     from helpers.reference import top_k
@@ -319,7 +362,7 @@ def test_top_k_three_ways_with_ties():
 @pytest.mark.gpu
 def test_16_bit_contributions_are_as_accurate_as_their_format_and_never_overflow():
     import cupy as cp
-    from helpers.pagerank_gpu import DeviceGraph, half_variant
+    from helpers.driver import VARIANTS, DeviceGraph
     graph = generators.rmat_graph(60_000, 400_000, seed=14)
     dg = DeviceGraph(graph)
     reference = pagerank(graph, tol=1e-10)
@@ -329,7 +372,7 @@ def test_16_bit_contributions_are_as_accurate_as_their_format_and_never_overflow
     def error(storage, values):
         expected = graph.in_matrix @ values.astype(np.float64)
         y = cp.full(graph.num_vertices, cp.nan, dtype=cp.float32)
-        half_variant(storage)(dg, cp.asarray(values), y)
+        VARIANTS[{'float16': 'pull_f16', 'bfloat16': 'pull_bf16'}[storage]](dg, cp.asarray(values), y)
         got = y.get().astype(np.float64)
         assert np.isfinite(got).all(), storage
         linked = expected > 0
@@ -342,16 +385,15 @@ def test_16_bit_contributions_are_as_accurate_as_their_format_and_never_overflow
     assert error("float16", big) < 2e-3               # the scale follows the data: still finite and accurate
 
 
-@pytest.mark.gpu
-def test_dynamic_parallelism_counts_the_child_launches_it_could_not_make():
+def _dynamic_parallelism_counts_the_child_launches_it_could_not_make():
     import cupy as cp
-    from helpers.pagerank_gpu import BLOCK, DeviceGraph
+    from helpers.driver import BLOCK, DeviceGraph
     graph = generators.rmat_graph(200_000, 2_000_000, seed=3)
     dg = DeviceGraph(graph)
     n = graph.num_vertices
     x = cp.asarray(np.random.default_rng(0).random(n).astype(np.float32))
     expected = graph.in_matrix @ x.get().astype(np.float64)
-    kernel = kernels.load("pull_dynamic")
+    kernel = kernels.compiled("pull_dynamic")
     for threshold in (256, 8):
         children = int((graph.in_degree > threshold).sum())
         y = cp.full(n, cp.nan, dtype=cp.float32)
@@ -374,7 +416,7 @@ def test_the_library_baselines_compute_the_spmv_they_are_timed_for_and_say_nothi
     import cupy as cp
 
     from helpers import baselines
-    from helpers.pagerank_gpu import DeviceGraph
+    from helpers.driver import DeviceGraph
     graph = generators.rmat_graph(50_000, 600_000, seed=21)
     dg = DeviceGraph(graph)
     x_host = np.random.default_rng(4).random(graph.num_vertices).astype(np.float32)
@@ -391,3 +433,62 @@ def test_the_library_baselines_compute_the_spmv_they_are_timed_for_and_say_nothi
             assert np.abs(got - exact).max() <= 1e-5 * np.abs(exact).max(), what
         step = baselines.cupyx_iteration(dg)
         assert 0 < float(step()) < 2
+
+
+def _add_one_adds_one():
+    import cupy as cp
+    x = cp.arange(1_000, dtype=cp.float32)
+    kernels.compiled("add_one")((4,), (256,), (x, np.int32(999)))          # the last element is past n
+    assert np.array_equal(x.get(), np.r_[np.arange(1, 1_000), 999].astype(np.float32))
+
+
+def _empty_launches():
+    from helpers import gpu
+    assert gpu.time_back_to_back(lambda: kernels.compiled("empty")((1,), (1,), ()), launches=10).median_ms > 0
+
+
+def _floors_are_ordered():
+    from helpers import floors
+    from helpers.driver import DeviceGraph
+    f = floors.measure(DeviceGraph(generators.rmat_graph(60_000, 400_000, seed=14)), launches=3, trials=3)
+    assert 0 < f.stream.median_ms <= 1.5 * f.gather.median_ms and 1 / 32 <= f.sectors_per_edge <= 1
+
+
+def _compute_roof_is_measured():
+    from helpers import floors
+    assert floors.compute_roof(rounds=256, trials=3).median_ms > 100          # GFLOP/s: any GPU passes 100
+
+
+def _contributions_divide_by_the_out_degree():
+    import cupy as cp
+    degree = np.array([0, 1, 2, 7], dtype=np.int32)
+    rank = np.array([0.4, 0.3, 0.2, 0.1], dtype=np.float32)
+    out = cp.full(4, cp.nan, dtype=cp.float32)
+    kernels.compiled("contributions")((1,), (256,), (cp.asarray(rank), cp.asarray(degree), out, np.int32(4)))
+    assert np.array_equal(out.get(), np.array([0, 0.3, 0.1, np.float32(0.1) / 7], dtype=np.float32))
+
+
+def _the_stop_test_records_counts_and_stops():
+    import cupy as cp
+    state, changes = cp.zeros(2, dtype=cp.int32), cp.full(4, cp.nan, dtype=cp.float32)
+    kernel = kernels.compiled("stop_test")
+    for value in (0.5, 0.1, 1e-7, 0.3):                       # the last is never recorded: stopped
+        kernel((1,), (1,), (cp.asarray([value], dtype=cp.float32), state, changes, np.int32(4),
+                            np.float32(1e-6), np.int32(0)))
+    assert state.get().tolist() == [1, 3] and np.allclose(changes.get()[:3], [0.5, 0.1, 1e-7])
+
+
+def _warp_atomic_sum_adds_everything():
+    import cupy as cp
+    values = cp.asarray(np.random.default_rng(2).integers(0, 9, 10_001).astype(np.float32))
+    total = cp.zeros(1, dtype=cp.float32)
+    kernels.compiled("warp_atomic_sum")((40,), (256,), (values, total, np.int32(10_001)))
+    assert float(total.get()[0]) == float(values.sum().get())          # small integers: exact in any order
+
+
+OWN_CHECKS = {"add_one": _add_one_adds_one, "empty": _empty_launches, "gather_floor": _floors_are_ordered,
+              "fma_roof": _compute_roof_is_measured, "contributions": _contributions_divide_by_the_out_degree,
+              "stop_test": _the_stop_test_records_counts_and_stops, "warp_atomic_sum": _warp_atomic_sum_adds_everything,
+              "pull_hybrid_six_versions": _six_versions_kernel_is_caught,
+              "top_k_merge": _top_k_three_ways_with_ties, "top_k_merge_branchy": _top_k_three_ways_with_ties,
+              "pull_dynamic": _dynamic_parallelism_counts_the_child_launches_it_could_not_make}

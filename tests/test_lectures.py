@@ -10,13 +10,13 @@ import textwrap
 import pytest
 
 from helpers import course, exercises, kernels
-from helpers import pagerank_gpu as pg
+from helpers import driver as pg
 
 LECTURES = course.lecture_notebooks()
 NOTEBOOKS = LECTURES + sorted((course.NOTEBOOKS / "exercises").glob("*.ipynb"))
 MACHINE_PATH = re.compile(r"(?<![\w.])(/work/|/home/|/root/|/tmp/|/content/|/opt/|/usr/lib|site-packages|[A-Z]:\\)")
 WARNING = re.compile(r"\b\w*Warning\b|IOStream\.flush timed out|Traceback \(most recent call last\)")
-SAME_AS = re.compile(r"^# same as helpers\.(\w+)\.(\w+)", re.MULTILINE)
+SAME_AS = re.compile(r"^# same as helpers\.([\w.]+)\.(\w+)", re.MULTILINE)
 REPORTS = ("six-versions report", "scalar/vector report", "Palakkad report", "Thrust report")
 
 
@@ -95,7 +95,7 @@ MUTATIONS = [   # (lecture, kernel file, correct text, wrong text)
     ("10_first_gpu_kernel.ipynb", "pull_thread", "k < in_offsets[v + 1]", "k <= in_offsets[v + 1]"),
     ("12_contributions_and_layout.ipynb", "pull_contrib", "k < in_offsets[v + 1]", "k <= in_offsets[v + 1]"),
     ("13_warps_and_shared_memory.ipynb", "pull_warp", "offset = 16", "offset = 8"),
-    ("21_fusion_and_graphs.ipynb", "fused_step", "dangling += degree == 0 ? r : 0.0f;", ""),
+    ("21_fusion_and_graphs.ipynb", "fused", "dangling += degree == 0 ? r : 0.0f;", ""),
 ]
 
 

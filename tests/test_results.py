@@ -1,92 +1,80 @@
+import numpy as np
 import pandas as pd
+import pytest
 
-from helpers import results
+from helpers import results, verdicts
+from helpers.gpu import Timing
 
 
-def test_times_and_the_values_derived_from_them_keep_no_digit_finer_than_the_spread():
+def test_a_table_shows_timings_with_no_digit_finer_than_their_spread():
     frame = pd.DataFrame({"variant": ["noisy", "steady"],
-                          "iteration_ms": [0.320, 0.0422], "iteration_lo": [0.248, 0.0421],
-                          "iteration_hi": [0.3465, 0.0424],
-                          "model_GBps": [6.254, 899.31], "x_gather_floor": [38.41, 1.5127], "iterations": [49, 49]})
-    frame.attrs.update(gpu="some GPU", derived={"model_GBps": "iteration", "x_gather_floor": "iteration"})
-    shown = results.show(frame, header=False)
-    assert list(shown["iteration ms (median, range)"]) == ["0.32 (0.25-0.35)", "0.0422 (0.0421-0.0424)"]
-    # a 30 % spread leaves two significant digits; a 0.7 % spread keeps three
-    assert list(shown["x_gather_floor"]) == ["38", "1.51"]
-    assert list(shown["model_GBps"]) == ["6.3", "899"]
-    assert list(shown["iterations"]) == [49, 49]
+                          "iteration": [Timing.of([0.320, 0.248, 0.3465]), Timing.of([0.0422, 0.0421, 0.0424])],
+                          "x_gather_floor": [Timing.of([38.41, 30.0, 42.0]), Timing.of([1.5127, 1.511, 1.514])],
+                          "iterations": [49, 49], "l1": [2.345e-7, 1.5]})
+    frame.attrs.update(gpu="some GPU")
+    shown = results.show(frame, header_lines=False)
+    assert list(shown["iteration"]) == ["0.32 (0.25-0.35)", "0.0422 (0.0421-0.0424)"]
+    assert list(shown["x_gather_floor"]) == ["38 (30-42)", "1.513 (1.511-1.514)"]
+    assert list(shown["iterations"]) == [49, 49] and list(shown["l1"]) == ["2.3e-07", "1.5"]
 
 
-def test_a_derived_value_without_a_finite_timing_is_shown_plainly():
-    frame = pd.DataFrame({"iteration_ms": [float("nan")], "iteration_lo": [float("nan")],
-                          "iteration_hi": [float("nan")], "x_gather_floor": [2.3456]})
-    frame.attrs.update(derived={"x_gather_floor": "iteration"})
-    assert list(results.show(frame, header=False)["x_gather_floor"]) == ["2.35"]
+def test_flat_expands_timings_into_three_columns_for_csv():
+    frame = pd.DataFrame({"variant": ["a"], "iteration": [Timing.of([2.0, 1.9, 2.2])]})
+    frame.attrs.update(gpu="x")
+    out = results.flat(frame)
+    assert list(out.columns) == ["variant", "iteration_ms", "iteration_lo", "iteration_hi"]
+    assert out.iloc[0].tolist() == ["a", 2.0, 1.9, 2.2] and out.attrs["gpu"] == "x"
 
 
 def test_rounded_and_with_spread():
     assert results.with_spread(1.4321, 1.41, 1.44) == "1.43 (1.41-1.44)"
     assert results.rounded(13.59, 8) == "14" and results.rounded(13.59, 0.8) == "13.6"
-    assert results.rounded(3.66, 0.45) == "3.7"
-
-
-def test_a_ratio_and_a_difference_carry_the_range_of_the_times_they_come_from():
-    from helpers.gpu import Timing
-
-    slow, fast = Timing.of([0.34, 0.356, 0.36]), Timing.of([0.068, 0.073, 0.077])
-    assert results.ratio(slow, fast) == "4.9 (4.4-5.3)"
-    assert results.ratio((1.16, 1.15, 1.17), (0.189, 0.186, 0.194)) == "6.1 (5.9-6.3)"
-    assert results.difference((0.0766, 0.072, 0.084), (0.0413, 0.041, 0.042), scale=1e3) == "35 (30-43)"
-    assert results.apart(slow, fast) and not results.apart((1.0, 0.9, 1.1), (1.05, 1.08, 1.2))
-
-
-def test_a_derived_value_known_only_to_tens_is_rounded_to_tens():
-    assert results.rounded(645.0, 180.0) == "640" and results.rounded(806.2, 160.0) == "810"
-    assert results.rounded(12_345.0, 40.0) == "12,340"
-
-
-def test_a_time_known_only_to_hundreds_is_shown_to_hundreds():
+    assert results.rounded(645.0, 180.0) == "640" and results.rounded(12_345.0, 40.0) == "12,340"
     assert results.with_spread(57_119.0, 56_979.0, 57_160.0) == "57,100 (57,000-57,200)"
-    assert results.with_spread(9.4, 7.2, 11.5) == "9.4 (7.2-11.5)"
-
-
-def test_a_ratio_column_is_rounded_to_the_spreads_of_both_times():
-    from helpers.gpu import Timing
-
-    floor = Timing(0.0283, 0.0279, 0.0287, None)
-    frame = pd.DataFrame({"time_ms": [0.0429], "time_lo": [0.0428], "time_hi": [0.0430],
-                          "x_gather_floor": [0.0429 / 0.0283]})
-    frame.attrs.update(derived={"x_gather_floor": ["time", floor]})
-    assert list(results.show(frame, header=False)["x_gather_floor"]) == ["1.52"]
-    frame.attrs.update(derived={"x_gather_floor": "time"})          # the numerator's spread alone: finer
-    assert list(results.show(frame, header=False)["x_gather_floor"]) == ["1.516"]
-
-
-def test_a_range_below_zero_reads_with_to():
-    assert results.difference((0.13, 0.05, 0.2), (0.0, -0.05, 0.11), scale=1e3) == "130 (-60 to 250)"
-
-
-def test_a_value_near_zero_with_a_wide_range_gets_no_extra_digits():
     assert results.with_spread(-0.044, -0.171, 0.032) == "-0.04 (-0.17 to 0.03)"
-    assert results.rounded(0.0012, 0.5) == "0.00"
+    assert results.about(Timing.of([0.0422, 0.0421, 0.0424])) == "0.0422"
 
 
 def test_one_sample_keeps_two_significant_digits():
-    assert results.one_sample(42_890.0) == "43,000"
-    assert results.one_sample(0.000224) == "0.00022"
-    assert results.one_sample(0.4412) == "0.44"
+    assert results.one_sample(42_890.0) == "43,000" and results.one_sample(0.000224) == "0.00022"
     assert results.one_sample(7.04) == "7"
 
 
-def test_timing_of_reads_a_row_a_frame_or_a_tuple_row():
-    frame = pd.DataFrame({"fused_ms": [2.0, 3.0], "fused_lo": [1.9, 2.8], "fused_hi": [2.2, 3.1]})
-    assert results.timing_of(frame.iloc[1], "fused") == (3.0, 2.8, 3.1)
-    assert results.timing_of(next(frame.itertuples()), "fused") == (2.0, 1.9, 2.2)
-    assert list(results.timing_of(frame, "fused")[2]) == [2.2, 3.1]
-    assert results.timing_columns("fused", (2.0, 1.9, 2.2)) == {"fused_ms": 2.0, "fused_lo": 1.9, "fused_hi": 2.2}
+def test_a_timing_refuses_what_is_not_a_measurement():
+    with pytest.raises(ValueError, match="finite samples"):
+        Timing.of([])
+    with pytest.raises(ValueError, match="finite samples"):
+        Timing.of([1.0, float("nan")])
 
 
-def test_a_derived_value_carries_the_spread_of_every_timing():
-    assert results.derived(1000 / 3, (1.0, 0.99, 1.01)) == "333"             # 2% of 333: units
-    assert results.derived(1000 / 3, (1.0, 0.99, 1.01), (1.0, 0.8, 1.2)) == "330"   # 42%: tens
-    assert results.derived(5.0, (0.0, 0.0, 0.0)) == "5"                         # no positive median: plain
+def _paired(a_ms, b_ms, noise, trials=15, seed=0):
+    rng = np.random.default_rng(seed)
+    slow_spells = 1 + 0.5 * (rng.random(trials) < 0.2)              # a slow trial hits both alike
+    a = a_ms * slow_spells * (1 + noise * rng.standard_normal(trials))
+    b = b_ms * slow_spells * (1 + noise * rng.standard_normal(trials))
+    return Timing.of(a, pairing=7), Timing.of(b, pairing=7)
+
+
+def test_the_verdict_rule_pairs_trials_so_a_slow_spell_is_not_a_tie():
+    a, b = _paired(1.0, 1.8, 0.01)
+    v = verdicts.compare(a, b)
+    assert v.paired and v.word == "faster" and 0.5 < v.low <= v.ratio <= v.high < 0.6
+    assert v.sentence("A", "B") == "A is about 1.8x faster than B"
+    unpaired = verdicts.compare(Timing.of(a.samples_ms), Timing.of(b.samples_ms))
+    assert not unpaired.paired and unpaired.high - unpaired.low > v.high - v.low
+
+
+def test_the_verdict_rule_names_no_difference_only_inside_the_margin():
+    same = verdicts.compare(*_paired(1.0, 1.0, 0.002))
+    assert same.word == "no measurable difference" and "under 3%" in same.sentence("A", "B")
+    close = verdicts.compare(*_paired(1.0, 1.03, 0.01, trials=5))
+    assert close.word == "not settled"
+    slower = verdicts.compare(*_paired(1.4, 1.0, 0.01))
+    assert slower.word == "slower" and slower.sentence("A", "B") == "A is about 1.4x slower than B"
+
+
+def test_the_same_pair_gets_the_same_verdict_when_measured_again():
+    words = {verdicts.compare(*_paired(1.0, 1.15, 0.02, seed=s)).word for s in range(30)}
+    assert words == {"faster"}
+    words = {verdicts.compare(*_paired(1.0, 1.0, 0.004, seed=s)).word for s in range(30)}
+    assert words == {"no measurable difference"}

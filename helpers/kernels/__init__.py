@@ -1,23 +1,20 @@
 """The canonical CUDA source of every kernel the course teaches, one ``.cu`` file per kernel.
 
 Lectures show the same source inline (a test keeps them equal) and hand it to ``define``, which makes it
-the source in force for the session: ``load`` compiles with CuPy whatever source is in force, so an edited
+the source in force for the session: ``compiled`` compiles with CuPy whatever source is in force, so an edited
 lecture cell changes every table and check that follows it. ``nvrtc_compile`` compiles a source for a
 given architecture (a T4 is compute_75) with NVRTC alone, no GPU and no CuPy needed: that is how CI
 checks that every kernel builds for a T4.
 """
 from __future__ import annotations
 
-import ctypes
-import glob
-import os
 import re
 from functools import lru_cache
 from pathlib import Path
 
 KERNEL_DIR = Path(__file__).resolve().parent
 T4_ARCH = "compute_75"
-HEADER = re.compile(r"^\s*(?://\s*nvrtc-options:.*\n\s*)?//\s*(\w+):")
+HEADER = re.compile(r"^\s*//\s*(\w+):")
 
 # Sources a lecture cell defined in this session, by kernel file name: they replace the canonical .cu files
 # for everything that loads kernels (the driver, its tables, verify), so an edited cell changes the results.
@@ -55,7 +52,7 @@ def define(code: str):
     at once when a GPU is there, so that a compile error shows in the defining cell.
 
     This is how a lecture's inline kernel becomes the kernel that its tables time and its checks verify:
-    edit the cell, run it again, and every later launch through ``load`` uses the edited source.
+    edit the cell, run it again, and every later launch through ``compiled`` uses the edited source.
     """
     name = file_name(code)
     if name not in names():
@@ -72,10 +69,10 @@ def define(code: str):
         return None
     functions = kernel_names(code)
     if name in functions:
-        return load(name)
+        return compiled(name)
     from types import SimpleNamespace                 # a file of several kernels (to_half.cu: half_scale, ...)
 
-    return SimpleNamespace(**{function: load(name, function) for function in functions})
+    return SimpleNamespace(**{function: compiled(name, function) for function in functions})
 
 
 def forget(name: str | None = None) -> None:
@@ -110,9 +107,9 @@ def _module(code: str):
     return cp.RawModule(code=code, options=("-std=c++17",) + options(code))
 
 
-def load(name_or_code: str, function: str | None = None):
-    """The compiled kernel function: ``load(file)`` (the function named after the file), ``load(file,
-    function)`` for another function of that file, or ``load(code, function)`` from source text. A file's
+def compiled(name_or_code: str, function: str | None = None):
+    """The compiled kernel function: ``compiled(file)`` (the function named after the file), ``compiled(file,
+    function)`` for another function of that file, or ``compiled(code, function)`` from source text. A file's
     source is the one in force (see ``define``). Compiled once per source: a launch costs no file read."""
     if "__global__" in name_or_code:
         code = name_or_code
@@ -127,55 +124,45 @@ def load(name_or_code: str, function: str | None = None):
 # --- NVRTC without a GPU ---------------------------------------------------------------------------
 
 class CompileError(RuntimeError):
-    pass
+    """A kernel source that NVRTC does not compile for the architecture asked for; the message has the log."""
 
 
-@lru_cache(maxsize=None)
 def _nvrtc():
-    candidates = []
     try:
-        import nvidia.cuda_nvrtc as package   # the pip wheel nvidia-cuda-nvrtc-cu12
-        for folder in package.__path__:
-            candidates += sorted(glob.glob(os.path.join(folder, "lib", "libnvrtc.so*")))
-    except ImportError:
-        pass
-    candidates += ["libnvrtc.so", "libnvrtc.so.12", "libnvrtc.so.13"]
-    for candidate in candidates:
-        if ".alt." in candidate or "builtins" in candidate:
-            continue
-        try:
-            return ctypes.CDLL(candidate)
-        except OSError:
-            continue
-    raise CompileError("NVRTC not found: pip install nvidia-cuda-nvrtc-cu12 (the dev extra installs it)")
+        from cuda.bindings import nvrtc
+    except ImportError as error:
+        raise CompileError(f"NVRTC is not reachable ({error}): pip install 'cuda-bindings<13' "
+                           "nvidia-cuda-nvrtc-cu12 (the dev extra installs both)") from None
+    return nvrtc
+
+
+def _checked(result):
+    """cuda-bindings returns (status, *values): the values, or CompileError for a failed call."""
+    status, *values = result
+    if int(status) != 0:
+        raise CompileError(f"NVRTC call failed: {status}")
+    return values[0] if len(values) == 1 else values
 
 
 def nvrtc_version() -> str:
-    major, minor = ctypes.c_int(), ctypes.c_int()
-    _nvrtc().nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-    return f"{major.value}.{minor.value}"
+    major, minor = _checked(_nvrtc().nvrtcVersion())
+    return f"{major}.{minor}"
 
 
 def nvrtc_compile(code: str, arch: str = T4_ARCH, name: str = "kernel.cu") -> str:
     """Compile CUDA source to PTX for ``arch`` with NVRTC; returns the PTX, raises CompileError with the log."""
-    lib = _nvrtc()
-    program = ctypes.c_void_p()
-    status = lib.nvrtcCreateProgram(ctypes.byref(program), code.encode(), name.encode(), 0, None, None)
-    if status != 0:
-        raise CompileError(f"nvrtcCreateProgram failed ({status})")
+    nvrtc = _nvrtc()
+    program = _checked(nvrtc.nvrtcCreateProgram(code.encode(), name.encode(), 0, [], []))
     try:
-        flags = [f"--gpu-architecture={arch}", "-std=c++17", *options(code)]
-        argv = (ctypes.c_char_p * len(flags))(*[f.encode() for f in flags])
-        status = lib.nvrtcCompileProgram(program, len(flags), argv)
-        size = ctypes.c_size_t()
-        lib.nvrtcGetProgramLogSize(program, ctypes.byref(size))
-        log = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetProgramLog(program, log)
-        if status != 0:
-            raise CompileError(f"{name} does not compile for {arch}:\n{log.value.decode(errors='replace')}")
-        lib.nvrtcGetPTXSize(program, ctypes.byref(size))
-        ptx = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetPTX(program, ptx)
-        return ptx.value.decode()
+        flags = [f"--gpu-architecture={arch}".encode(), b"-std=c++17", *(o.encode() for o in options(code))]
+        status, = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
+        log = b" " * _checked(nvrtc.nvrtcGetProgramLogSize(program))
+        nvrtc.nvrtcGetProgramLog(program, log)
+        if int(status) != 0:
+            text = log.rstrip(b" \0").decode(errors="replace")
+            raise CompileError(f"{name} does not compile for {arch}:\n{text}")
+        ptx = b" " * _checked(nvrtc.nvrtcGetPTXSize(program))
+        nvrtc.nvrtcGetPTX(program, ptx)
+        return ptx.rstrip(b"\0").decode()
     finally:
-        lib.nvrtcDestroyProgram(ctypes.byref(program))
+        nvrtc.nvrtcDestroyProgram(program)

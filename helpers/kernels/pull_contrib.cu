@@ -1,4 +1,5 @@
-// pull_contrib: one thread per vertex adds the precomputed contributions of its in-neighbours.
+// pull_contrib: lecture 12. one thread per vertex adds the precomputed contributions of its
+// in-neighbours.
 extern "C" __global__ void pull_contrib(const int* in_offsets, const int* in_sources, const float* contrib,
                                         float* pulled, int n) {
     long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads

@@ -1,5 +1,5 @@
-// pull_contrib_f64: pull_contrib accumulating in double; the ranks stay float32 in memory, so the bytes
-// moved are the same, only the additions are wider.
+// pull_contrib_f64: lecture 20. pull_contrib accumulating in double; the ranks stay float32 in
+// memory, so the bytes moved are the same, only the additions are wider.
 extern "C" __global__ void pull_contrib_f64(const int* in_offsets, const int* in_sources, const float* contrib,
                                             float* pulled, int n) {
     long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads

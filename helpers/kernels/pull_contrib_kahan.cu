@@ -1,5 +1,6 @@
-// pull_contrib_kahan: pull_contrib with Kahan-compensated float32 addition: a second float carries the
-// low-order bits each addition drops, so a long in-link list loses almost nothing to rounding.
+// pull_contrib_kahan: lecture 20. pull_contrib with Kahan-compensated float32 addition: a second
+// float carries the low-order bits each addition drops, so a long in-link list loses almost nothing
+// to rounding.
 extern "C" __global__ void pull_contrib_kahan(const int* in_offsets, const int* in_sources, const float* contrib,
                                               float* pulled, int n) {
     long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads

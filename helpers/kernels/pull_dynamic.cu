@@ -1,9 +1,10 @@
+// pull_dynamic: lecture 14. dynamic parallelism. A thread whose vertex has more than `threshold`
+// in-links launches a child grid for it (pull_dynamic_child) instead of looping alone; needs
+// relocatable device code. The device runtime holds at most cudaLimitDevRuntimePendingLaunchCount
+// child launches waiting to run (2,048 unless raised); a launch beyond that fails inside the kernel
+// and its vertex's sum is never made, so the parent counts failed launches in *failed: the host can
+// tell a wrong result from a right one.
 // nvrtc-options: -rdc=true
-// pull_dynamic: dynamic parallelism. A thread whose vertex has more than `threshold` in-links launches a
-// child grid for it (pull_dynamic_child) instead of looping alone; needs relocatable device code. The device
-// runtime holds at most cudaLimitDevRuntimePendingLaunchCount child launches waiting to run (2,048 unless
-// raised); a launch beyond that fails inside the kernel and its vertex's sum is never made, so the parent
-// counts failed launches in *failed: the host can tell a wrong result from a right one.
 extern "C" __global__ void pull_dynamic_child(const int* in_sources, int begin, int end, const float* contrib,
                                               float* pulled, int v) {
     long long k = begin + (long long)blockIdx.x * blockDim.x + threadIdx.x;

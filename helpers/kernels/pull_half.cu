@@ -1,7 +1,8 @@
-// pull_half: pull_contrib reading 16-bit contributions, adding in float32 and multiplying each sum by
-// scale[1] (the inverse of to_f16's scale; 1 for bfloat16) once. pull_f16 reads IEEE float16, pull_bf16
-// bfloat16. The format is a template parameter, fixed at compile time: a format chosen at run time would
-// put a branch in the innermost loop and keep the compiler from unrolling it. Half the bytes per gather.
+// pull_half: lecture 40. pull_contrib reading 16-bit contributions, adding in float32 and
+// multiplying each sum by scale[1] (the inverse of to_f16's scale; 1 for bfloat16) once. pull_f16
+// reads IEEE float16, pull_bf16 bfloat16. The format is a template parameter, fixed at compile
+// time: a format chosen at run time would put a branch in the innermost loop and keep the compiler
+// from unrolling it. Half the bytes per gather.
 template <int FORMAT>
 __device__ __forceinline__ float widen(unsigned short h) {
     if (FORMAT == 0) {

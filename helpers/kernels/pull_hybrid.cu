@@ -1,5 +1,6 @@
-// pull_hybrid: one thread per vertex for light vertices; the whole warp, together, for each heavy one
-// (more than `threshold` in-links) in turn. Lanes never leave before the ballot: every shuffle is full-warp.
+// pull_hybrid: lecture 13. one thread per vertex for light vertices; the whole warp, together, for
+// each heavy one (more than `threshold` in-links) in turn. Lanes never leave before the ballot:
+// every shuffle is full-warp.
 extern "C" __global__ void pull_hybrid(const int* in_offsets, const int* in_sources, const float* contrib,
                                        float* pulled, int n, int threshold) {
     long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;

@@ -1,6 +1,7 @@
-// pull_hybrid_six_versions: the six-versions report's "warp-optimised" kernel, rewritten to read contributions, bug kept on purpose.
-// A thread whose vertex has more than 32 in-links strides through ITS OWN list by 32 from its lane index,
-// then shuffles with the full mask inside a branch: it adds partial sums of different vertices. Wrong.
+// pull_hybrid_six_versions: lecture 13. the six-versions report's "warp-optimised" kernel,
+// rewritten to read contributions, bug kept on purpose. A thread whose vertex has more than 32
+// in-links strides through ITS OWN list by 32 from its lane index, then shuffles with the full mask
+// inside a branch: it adds partial sums of different vertices. Wrong.
 extern "C" __global__ void pull_hybrid_six_versions(const int* in_offsets, const int* in_sources, const float* contrib,
                                                float* pulled, int n) {
     int v = blockIdx.x * blockDim.x + threadIdx.x;

@@ -1,5 +1,5 @@
-// pull_interleaved: in-links stored as (source, out_degree[source]) pairs, so one 8-byte load per edge
-// brings both; still one thread per vertex, dividing per edge.
+// pull_interleaved: lecture 12. in-links stored as (source, out_degree[source]) pairs, so one
+// 8-byte load per edge brings both; still one thread per vertex, dividing per edge.
 extern "C" __global__ void pull_interleaved(const int* in_offsets, const int2* in_edges, const float* rank,
                                             float* pulled, int n) {
     long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads

@@ -1,5 +1,5 @@
-// pull_shared_tile: each block first copies the contributions of its own vertices into shared memory;
-// in-links from inside that tile read shared memory, the rest read global memory.
+// pull_shared_tile: lecture 13. each block first copies the contributions of its own vertices into
+// shared memory; in-links from inside that tile read shared memory, the rest read global memory.
 // Launch with blockDim.x * 4 bytes of dynamic shared memory.
 extern "C" __global__ void pull_shared_tile(const int* in_offsets, const int* in_sources, const float* contrib,
                                             float* pulled, int n) {

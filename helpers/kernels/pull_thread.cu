@@ -1,4 +1,5 @@
-// pull_thread: one thread per vertex adds rank[u] / out_degree[u] over its in-links (in-CSR).
+// pull_thread: lecture 10. one thread per vertex adds rank[u] / out_degree[u] over its in-links
+// (in-CSR).
 extern "C" __global__ void pull_thread(const int* in_offsets, const int* in_sources, const int* out_degree,
                                        const float* rank, float* pulled, int n) {
     long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads

@@ -1,6 +1,7 @@
-// pull_warp: one warp (32 threads) per vertex; lanes stride through the in-links, then a shuffle tree
-// adds the 32 partial sums. Adjacent lanes read adjacent in_sources: the loads coalesce. Indices are
-// 64-bit: 32 threads per vertex pass 2^31 threads from 2^26 vertices on, and k + 32 can pass 2^31.
+// pull_warp: lecture 13. one warp (32 threads) per vertex; lanes stride through the in-links, then
+// a shuffle tree adds the 32 partial sums. Adjacent lanes read adjacent in_sources: the loads
+// coalesce. Indices are 64-bit: 32 threads per vertex pass 2^31 threads from 2^26 vertices on, and
+// k + 32 can pass 2^31.
 extern "C" __global__ void pull_warp(const int* in_offsets, const int* in_sources, const float* contrib,
                                      float* pulled, int n) {
     long long v = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;

@@ -1,5 +1,6 @@
-// push_atomic: one thread per source vertex adds its contribution to each out-neighbour with atomicAdd.
-// pulled must be zeroed first; the order of the additions, and so the rounding, changes from run to run.
+// push_atomic: lecture 11. one thread per source vertex adds its contribution to each out-neighbour
+// with atomicAdd. pulled must be zeroed first; the order of the additions, and so the rounding,
+// changes from run to run.
 extern "C" __global__ void push_atomic(const int* out_offsets, const int* out_targets, const float* contrib,
                                        float* pulled, int n) {
     long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads

@@ -1,4 +1,5 @@
-// scan_naive: one thread per vertex searches every vertex's out-links for itself. O(N * E): tiny graphs only.
+// scan_naive: lecture 11. one thread per vertex searches every vertex's out-links for itself. O(N *
+// E): tiny graphs only.
 extern "C" __global__ void scan_naive(const int* out_offsets, const int* out_targets, const int* out_degree,
                                       const float* rank, float* pulled, int n) {
     long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;   // 64-bit: a grid can pass 2^31 threads

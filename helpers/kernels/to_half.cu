@@ -1,9 +1,10 @@
-// to_half: float32 contributions -> 16-bit storage. half_scale (one thread) picks, on the GPU and from the
-// data, the power of two that brings the largest contribution into [2^14, 2^15): every scaled value then
-// fits float16 (largest 65,504) whatever the graph, and small ones keep float16's 11 significant bits down
-// to 2^-28 of the largest. scale[0] is the factor, scale[1] its inverse (pull_f16 applies it once per sum).
-// to_f16 rounds value * scale[0] to IEEE float16 (cvt.rn, sm_53 and later); to_bf16 keeps the top 16 bits
-// of the float32 rounded to nearest even (bfloat16 has float32's range: no scale).
+// to_half: lecture 40. float32 contributions -> 16-bit storage. half_scale (one thread) picks, on
+// the GPU and from the data, the power of two that brings the largest contribution into [2^14,
+// 2^15): every scaled value then fits float16 (largest 65,504) whatever the graph, and small ones
+// keep float16's 11 significant bits down to 2^-28 of the largest. scale[0] is the factor, scale[1]
+// its inverse (pull_f16 applies it once per sum). to_f16 rounds value * scale[0] to IEEE float16
+// (cvt.rn, sm_53 and later); to_bf16 keeps the top 16 bits of the float32 rounded to nearest even
+// (bfloat16 has float32's range: no scale).
 extern "C" __global__ void half_scale(const float* largest, float* scale) {
     float m = largest[0];
     int e = m > 0.0f ? 14 - ilogbf(m) : 0;

@@ -1,8 +1,9 @@
-// top_k_merge: the k largest ranks (ties: the smaller id first), k <= 16, in two launches of this kernel.
-// Each thread keeps a sorted list of its k best over a grid-stride loop; the block merges the lists in a
-// tree with a branch-free two-list merge (the idea of the Thrust report's top-5 operator); thread 0 writes the
-// block's k best. Launch once over the ranks (ids = NULL: the id is the index) with 128-thread blocks,
-// then once more with one block over the blocks' results (their ids given).
+// top_k_merge: lecture 33. the k largest ranks (ties: the smaller id first), k <= 16, in two
+// launches of this kernel. Each thread keeps a sorted list of its k best over a grid-stride loop;
+// the block merges the lists in a tree with a branch-free two-list merge (the idea of the Thrust
+// report's top-5 operator); thread 0 writes the block's k best. Launch once over the ranks (ids =
+// NULL: the id is the index) with 128-thread blocks, then once more with one block over the blocks'
+// results (their ids given).
 #define K_MAX 16
 #define THREADS 128
 

@@ -1,8 +1,9 @@
-// top_k_merge_branchy: top_k_merge with one difference, to measure the Thrust report's claim that its top-5
-// merge is branch-free "through the ternary operator": here the two-list merge picks the list with an
-// if/else (each branch copies one entry and advances one index) instead of two ternary selects and two flag
-// increments. Same lists, same launches, same results; the compiler may still turn either form into
-// predicated instructions or into branches, so only a measurement says which is faster.
+// top_k_merge_branchy: lecture 33. top_k_merge with one difference, to measure the Thrust report's
+// claim that its top-5 merge is branch-free "through the ternary operator": here the two-list merge
+// picks the list with an if/else (each branch copies one entry and advances one index) instead of
+// two ternary selects and two flag increments. Same lists, same launches, same results; the
+// compiler may still turn either form into predicated instructions or into branches, so only a
+// measurement says which is faster.
 #define K_MAX 16
 #define THREADS 128
 

@@ -1,5 +1,6 @@
-// warp_atomic_sum: the reduction fused_step avoids. Every warp reduces its 32 values with shuffles, then adds
-// the result to ONE global total with atomicAdd: all those atomics hit the same address, one after another.
+// warp_atomic_sum: lecture 21. the reduction fused avoids. Every warp reduces its 32 values with
+// shuffles, then adds the result to ONE global total with atomicAdd: all those atomics hit the same
+// address, one after another.
 extern "C" __global__ void warp_atomic_sum(const float* values, float* total, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     float value = i < n ? values[i] : 0.0f;

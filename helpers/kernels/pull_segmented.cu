@@ -1,10 +1,10 @@
-// pull_segment: one segment of a source-segmented pull. The in-links are split by source into segments
-// whose contributions fit in L2; each segment keeps its own in-CSR over the rows it touches (`rows`,
-// `offsets`, `sources`). Launched once per segment, it ADDS the segment's contributions to `pulled` (zeroed
-// before the first segment): one thread per listed row, the whole warp for each row longer than
-// `threshold`, as pull_hybrid. Rows are distinct within a segment and segments run one after another: no
-// atomics, and the same order of additions every run.
-extern "C" __global__ void pull_segment(const int* rows, int count, const int* offsets, const int* sources,
+// pull_segmented: lecture 22. one segment of a source-segmented pull. The in-links are split by
+// source into segments whose contributions fit in L2; each segment keeps its own in-CSR over the
+// rows it touches (`rows`, `offsets`, `sources`). Launched once per segment, it ADDS the segment's
+// contributions to `pulled` (zeroed before the first segment): one thread per listed row, the whole
+// warp for each row longer than `threshold`, as pull_hybrid. Rows are distinct within a segment and
+// segments run one after another: no atomics, and the same order of additions every run.
+extern "C" __global__ void pull_segmented(const int* rows, int count, const int* offsets, const int* sources,
                                         const float* contrib, float* pulled, int threshold) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int lane = threadIdx.x % 32;

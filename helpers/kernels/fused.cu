@@ -1,13 +1,14 @@
-// fused_step: a whole PageRank iteration in ONE launch, balanced by in-degree. The work comes in items:
-// heavy tasks (a block each: at most a fixed number of in-links of one heavy vertex; a vertex with more is
-// split, and the block that adds the last part sums the parts in task order), medium vertices (a warp
-// each, 8 to an item) and light vertices (at most 32 in-links, taken by id, a thread each, 256 to an item). A grid of
-// about one wave of blocks walks the items (heavy first): few blocks, so few shares to add at the end.
-// Whoever completes a vertex writes its new rank and next contribution, and adds to its block's share of
-// the new dangling mass and L1 change; the LAST block to finish adds all shares in double precision, in
-// a fixed order, keeps the dangling mass for the next iteration, records the change and runs the stop test:
-// state[0] becomes 1 (change < tol) or 2 (max_iter reached; <= 0: no limit), after which every block of a
-// later launch returns at once, so replaying extra iterations of a CUDA graph changes nothing.
+// fused: lecture 21. a whole PageRank iteration in ONE launch, balanced by in-degree. The work
+// comes in items: heavy tasks (a block each: at most a fixed number of in-links of one heavy
+// vertex; a vertex with more is split, and the block that adds the last part sums the parts in task
+// order), medium vertices (a warp each, 8 to an item) and light vertices (at most 32 in-links,
+// taken by id, a thread each, 256 to an item). A grid of about one wave of blocks walks the items
+// (heavy first): few blocks, so few shares to add at the end. Whoever completes a vertex writes its
+// new rank and next contribution, and adds to its block's share of the new dangling mass and L1
+// change; the LAST block to finish adds all shares in double precision, in a fixed order, keeps the
+// dangling mass for the next iteration, records the change and runs the stop test: state[0] becomes
+// 1 (change < tol) or 2 (max_iter reached; <= 0: no limit), after which every block of a later
+// launch returns at once, so replaying extra iterations of a CUDA graph changes nothing.
 // Deterministic: no float atomics. Launch with 256 threads per block.
 #define THREADS 256
 #define WARPS (THREADS / 32)
@@ -24,7 +25,7 @@ __device__ __forceinline__ double warp_sum(double x) {
     return x;
 }
 
-extern "C" __global__ void fused_step(const int* in_offsets, const int* in_sources, const int* out_degree,
+extern "C" __global__ void fused(const int* in_offsets, const int* in_sources, const int* out_degree,
                                       const float* contrib, const float* rank, float* new_rank, float* new_contrib,
                                       const int* medium, int num_medium, const int4* heavy, int num_heavy,
                                       const int2* groups, float* part_sums, int* arrivals, float* partials,

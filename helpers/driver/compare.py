@@ -1,0 +1,92 @@
+"""Timing tables: each variant on one graph, checked against the float64 reference and timed three ways
+(one launch, the kernel back to back, the whole iteration back to back; whole-iteration variants also as a
+CUDA graph), with effective bandwidth by the byte model and the multiple of the random-gather floor."""
+from __future__ import annotations
+
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..floors import BYTES_MODEL, bytes_per_iteration
+from ..gpu import Timing, device_facts, ensure_fits, require_gpu, time_back_to_back, time_gpu
+from ..reference import DAMPING, iterate, l1_distance, max_abs_diff, pagerank
+from .device import DeviceGraph, as_device_graph
+from .iteration import NotConvergedWarning, graph_iteration_ms, make_iteration, pagerank_gpu
+from .variants import variant
+
+
+def graph_label(graph) -> str:
+    """The graph's name, with its sizes unless the name already says them."""
+    sizes = f"{graph.num_vertices:,} vertices, {graph.num_edges:,} edges"
+    return graph.name if f"{graph.num_vertices:,} vertices" in graph.name else f"{graph.name} ({sizes})"
+
+
+def float64_reference(dg: DeviceGraph, tol: float = 1e-10, max_iter: int = 1000) -> np.ndarray:
+    """The float64 reference ranks: on the CPU from the host graph if there is one, else the same float64 step
+    (``reference.pagerank_step``) on the GPU, for graphs built on the GPU and too big for the CPU."""
+    if dg.graph is not None:
+        return pagerank(dg.graph, tol=tol, max_iter=max_iter).ranks
+    cp = require_gpu()
+    n = dg.num_vertices
+    ensure_fits(8 * dg.num_edges + 40 * n, f"the float64 reference for {dg.name}")
+    device = SimpleNamespace(num_vertices=n, out_degree=dg.out_degree.astype(cp.float64),
+                             dangling=dg.out_degree == 0, in_matrix=dg.in_matrix_of(cp.float64), name=dg.name)
+    ranks, _ = iterate(device, cp.full(n, 1.0 / n), cp.full(n, 1.0 / n), DAMPING, tol, max_iter)
+    return ranks.get()
+
+
+def timed_row(dg: DeviceGraph, name: str, *, launches: int, trials: int) -> dict:
+    """One launch, the kernel back to back and the whole iteration back to back, as Timings."""
+    step = make_iteration(dg, name)
+    return {"launch": time_gpu(step.launch_kernel, repeat=launches),
+            "kernel": time_back_to_back(step.launch_kernel, launches=launches, trials=trials),
+            "iteration": time_back_to_back(step.run, launches=launches, trials=trials)}
+
+
+def _gbps(dg, timing: Timing) -> Timing:
+    """Effective bandwidth by the byte model, per trial: GB/s as a Timing of rates."""
+    return Timing.of(bytes_per_iteration(dg.num_vertices, dg.num_edges) / (timing.samples_ms * 1e-3) / 1e9)
+
+
+def compare(graph, names, *, tol: float = 1e-6, launches: int = 20, trials: int = 7, reference=None,
+            floor=None, graph_replay: bool = True):
+    """Time and check each variant on one graph: a DataFrame, one row per variant, with Timings ``launch``
+    (as a caller sees it), ``kernel`` (the GPU's time unless shorter than the host's issue time) and
+    ``iteration`` (whole iterations back to back); a whole-iteration variant also gets a row for its CUDA-graph
+    replay. Iterations to the L1 stop test, distance to the float64 reference, GB/s by the byte model and
+    the iteration as a multiple of ``floor`` (the random-gather floor's Timing, if given). Its attrs say
+    which GPU, graph and stop test."""
+    import pandas as pd
+
+    dg = as_device_graph(graph)
+    reference = reference if reference is not None else float64_reference(dg)
+    reference = getattr(reference, "ranks", reference)
+    rows = []
+    for name in names:
+        timed = timed_row(dg, name, launches=launches, trials=trials)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NotConvergedWarning)
+            result = pagerank_gpu(dg, name, tol=tol)
+        whole = [(result.variant, timed)]
+        if graph_replay and variant(name).iteration is not None:
+            whole.append((f"{result.variant}, CUDA graph",
+                          {"iteration": graph_iteration_ms(dg, result.variant, trials=trials)}))
+        for label, times in whole:
+            row = {"variant": label, **{k: times.get(k) for k in ("launch", "kernel", "iteration")},
+                   "iterations": result.iterations, "converged": result.converged,
+                   "max_abs_diff": max_abs_diff(result.ranks, reference),
+                   "l1_distance": l1_distance(result.ranks, reference),
+                   "model_GBps": _gbps(dg, times["iteration"])}
+            if floor is not None:
+                row["x_gather_floor"] = times["iteration"].scaled(1 / floor.median_ms)
+            rows.append(row)
+    table = pd.DataFrame(rows)
+    table.attrs.update(
+        gpu=device_facts().name, graph=graph_label(dg),
+        stop=f"L1 change < {tol:g} (float32 on the GPU) against the float64 reference (L1 < 1e-10)",
+        timing=f"CUDA events; median and range of {trials} trials of {launches} back-to-back launches "
+               f"('launch': {launches} single launches); model_GBps counts {BYTES_MODEL} per iteration",
+        floor=None if floor is None else f"random-gather floor {floor} (x_gather_floor = iteration / floor)")
+    return table
+

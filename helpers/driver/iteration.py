@@ -1,0 +1,386 @@
+"""One PageRank iteration per variant, the stop test on the GPU, CUDA-graph capture, and ``pagerank_gpu``.
+
+Unfused variants: (contributions) -> the variant's sum over in-links -> new rank = d * pulled + (d * dangling
+mass + 1 - d) / n -> L1 change -> the stop test. ``fused`` does all of it in ONE launch; ``blocked`` in one
+pass per L2-sized source segment plus one pass over vertices. Ranks are float32 on the GPU; the host looks
+at the stop test only every ``check_every`` iterations.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from .. import kernels
+from ..gpu import device_facts, ensure_fits, require_gpu, time_back_to_back
+from ..reference import DAMPING, ConvergenceWarning, check_damping, check_tol, teleport_vector
+from .device import BLOCK, HISTORY, UNFUSED_VERTEX, DeviceGraph, as_device_graph, blocks_for
+from .variants import Variant, i32, register, segment_size, variant
+
+NotConvergedWarning = ConvergenceWarning   # the reference's warning: stopped at max_iter before the test held
+LIGHT_MAX = 32      # the whole-iteration kernels' LIGHT_MAX: rows with at most this many in-links get a thread
+
+
+@lru_cache(maxsize=None)
+def _elementwise():
+    cp = require_gpu()
+    update = cp.ElementwiseKernel(
+        "float32 pulled, float32 dangling_mass, float32 d, float32 teleport, int32 stopped, float32 rank",
+        "float32 out", "out = stopped ? rank : d * pulled + (d * dangling_mass + (1.0f - d)) * teleport",
+        "pagerank_update")
+    absdiff = cp.ElementwiseKernel("float32 a, float32 b", "float32 out", "out = fabsf(a - b)", "pagerank_absdiff")
+    return update, absdiff
+
+
+class Stopping:
+    """The stop test's state on the GPU: state[0] (0 running, 1 met tol, 2 reached max_iter), state[1] (the
+    iterations run), and the ring of the last HISTORY L1 changes. tol = 0: never stops (for timing)."""
+
+    def init_stopping(self, tol: float, max_iter: int):
+        cp = require_gpu()
+        self.tol, self.max_iter = float(tol), int(max_iter)
+        self.state = cp.zeros(2, dtype=cp.int32)
+        self.changes = cp.full(HISTORY, cp.nan, dtype=cp.float32)
+
+    def stopped_state(self) -> tuple[int, int]:
+        """(reason, iterations) read from the GPU: one synchronisation."""
+        reason, count = (int(v) for v in self.state.get())
+        return reason, count
+
+    def residuals(self, count: int) -> np.ndarray:
+        ring = self.changes.get().astype(np.float64)
+        if count <= HISTORY:
+            return ring[:count]
+        start = count % HISTORY
+        return np.concatenate([ring[start:], ring[:start]])
+
+
+class Iteration(Stopping):
+    """Buffers and launches of one unfused iteration; ``run()`` enqueues it (no host synchronisation) and
+    leaves the new ranks in ``rank``. With ``tol`` (and ``max_iter``) the stop test runs on the GPU after
+    each iteration; once it is met, ``run`` leaves the ranks as they are."""
+
+    def __init__(self, dg: DeviceGraph, name, damping: float = DAMPING, personalization=None, *,
+                 tol: float = 0.0, max_iter: int = 0):
+        cp = require_gpu()
+        self.dg, self.variant, self.damping = dg, variant(name), check_damping(damping)
+        if self.variant.max_vertices and dg.num_vertices > self.variant.max_vertices:
+            raise ValueError(f"{self.variant.name} is O(N^2): use it on graphs of at most "
+                             f"{self.variant.max_vertices:,} vertices, not {dg.num_vertices:,}")
+        n = dg.num_vertices
+        ensure_fits(UNFUSED_VERTEX * n, f"the iteration vectors for {dg.name}")
+        # teleport and dangling rank go to the personalisation vector (normalised, checked) if one is given
+        self.teleport = cp.asarray(teleport_vector(n, personalization), dtype=cp.float32)
+        self.rank = cp.full(n, 1.0 / n, dtype=cp.float32)
+        self.new, self.contrib = cp.empty_like(self.rank), cp.empty_like(self.rank)
+        self.pulled, self.scratch = cp.empty_like(self.rank), cp.empty_like(self.rank)
+        self.d = cp.float32(self.damping)
+        self.init_stopping(tol, max_iter)
+        cp.cuda.get_current_stream().synchronize()     # buffers ready for any stream that launches next
+
+    def set_ranks(self, ranks) -> None:
+        """Start from ``ranks`` (float32, on the GPU), with every output the next iteration writes poisoned."""
+        self.rank[...] = ranks
+        self.pulled.fill(float("nan"))
+
+    def launch_kernel(self):
+        """The variant's own kernel(s) alone: the sum over in-links."""
+        x = self.contrib if self.variant.reads == "contributions" else self.rank
+        self.variant.spmv(self.dg, x, self.pulled)
+
+    def run(self):
+        # Sums of whole vectors go through cupy.sum (CUB); nothing here waits for the GPU.
+        cp = require_gpu()
+        update, absdiff = _elementwise()
+        dg, n = self.dg, self.dg.num_vertices
+        if self.variant.reads == "contributions":
+            kernels.compiled("contributions")(blocks_for(n), (BLOCK,), (self.rank, dg.out_degree, self.contrib, i32(n)))
+        self.launch_kernel()
+        dangling_mass = cp.multiply(self.rank, dg.dangling, out=self.scratch).sum()   # 0-d: stays on the GPU
+        update(self.pulled, dangling_mass, self.d, self.teleport, self.state[0], self.rank, self.new)
+        change = absdiff(self.new, self.rank, self.scratch).sum()
+        kernels.compiled("stop_test")((1,), (1,), (change, self.state, self.changes, i32(HISTORY),
+                                                   np.float32(self.tol), i32(self.max_iter)))
+        self.rank, self.new = self.new, self.rank
+        return change
+
+
+def resident_blocks(kernel, threads: int = BLOCK) -> int:
+    """How many blocks of ``threads`` threads of this kernel the whole GPU holds at once (one wave)."""
+    cp = require_gpu()
+    try:
+        per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.ptr, threads, 0)
+    except Exception:             # an older CuPy without the occupancy query: assume full thread occupancy
+        per_sm = cp.cuda.Device().attributes["MaxThreadsPerMultiProcessor"] // threads
+    return device_facts().multiprocessors * max(int(per_sm), 1)
+
+
+@dataclass(frozen=True)
+class WorkPlan:
+    """The work items of one pass of a whole-iteration kernel over rows given by ``offsets``: light rows
+    (at most LIGHT_MAX in-links) a thread each, by id; medium ones listed (a warp each); heavy ones as tasks
+    of at most ``chunk`` in-links (a block each; rows of (row, first in-link, end, group), a split row's tasks
+    sharing a group whose (first task, number of tasks) is in ``groups``), plus their arrival counters."""
+    medium: object
+    heavy: object
+    groups: object
+    part_sums: object
+    arrivals: object
+    items: int
+
+    @classmethod
+    def build(cls, offsets, num_rows: int, medium_max: int = 1024, chunk: int = 16384) -> "WorkPlan":
+        cp = require_gpu()
+        if medium_max < LIGHT_MAX or chunk < 1:
+            raise ValueError(f"need medium_max >= {LIGHT_MAX} and chunk >= 1, got {medium_max}, {chunk}")
+        degree = cp.diff(offsets)
+        medium = cp.flatnonzero((degree > LIGHT_MAX) & (degree <= medium_max)).astype(cp.int32)
+        heavy_rows = cp.flatnonzero(degree > medium_max)
+        begins = offsets[heavy_rows].get().astype(np.int64)
+        counts = degree[heavy_rows].get().astype(np.int64)
+        heavy_rows = heavy_rows.get()
+        tasks, groups = [], []
+        for row, begin, count in zip(*(a[np.argsort(-counts, kind="stable")] for a in (heavy_rows, begins, counts))):
+            parts = -(-int(count) // chunk)                     # the longest work starts first
+            group = len(groups) if parts > 1 else -1
+            if parts > 1:
+                groups.append((len(tasks), parts))
+            tasks += [(int(row), int(begin + p * chunk), int(min(begin + (p + 1) * chunk, begin + count)), group)
+                      for p in range(parts)]
+        items = len(tasks) + -(-int(medium.size) // (BLOCK // 32)) + -(-num_rows // BLOCK)
+        return cls(medium, cp.asarray(np.array(tasks, dtype=np.int32).reshape(-1, 4)),
+                   cp.asarray(np.array(groups, dtype=np.int32).reshape(-1, 2)),
+                   cp.zeros(max(len(tasks), 1), dtype=cp.float32), cp.zeros(max(len(groups), 1), dtype=cp.int32),
+                   items)
+
+    def counts(self) -> dict:
+        return {"medium rows (a warp each)": int(self.medium.size), "heavy tasks (a block each)": int(self.heavy.shape[0]),
+                "heavy rows split over several blocks": int(self.groups.shape[0]), "work items": self.items}
+
+    def args(self):
+        """The plan's part of a pass kernel's arguments."""
+        return (self.medium, i32(self.medium.size), self.heavy, i32(self.heavy.shape[0]), self.groups,
+                self.part_sums, self.arrivals)
+
+
+class FusedIteration(Stopping):
+    """The whole iteration in ONE launch of the fused kernel: sums balanced by in-degree, update, next
+    contributions; the last block to finish adds every block's share of the dangling mass and L1 change and
+    runs the stop test. Nothing is computed on the host, so iterations can be captured as a CUDA graph."""
+
+    def __init__(self, dg: DeviceGraph, name="fused", damping: float = DAMPING, personalization=None, *,
+                 tol: float = 0.0, max_iter: int = 0, medium_max: int = 1024, chunk: int = 16384):
+        cp = require_gpu()
+        if personalization is not None:
+            raise ValueError(f"{name} teleports uniformly; use an unfused variant for personalised PageRank")
+        self.dg, self.damping, self.variant = dg, check_damping(damping), variant("fused")
+        self.plan = WorkPlan.build(dg.in_offsets, dg.num_vertices, medium_max, chunk)
+        n = dg.num_vertices
+        self.blocks = min(self.plan.items, resident_blocks(kernels.compiled("fused")))
+        ensure_fits(16 * n + 8 * self.blocks, f"the fused iteration's vectors for {dg.name}")
+        self.ranks = [cp.full(n, 1.0 / n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)]
+        self.contribs = [cp.empty(n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)]
+        kernels.compiled("contributions")(blocks_for(n), (BLOCK,), (self.ranks[0], dg.out_degree, self.contribs[0], i32(n)))
+        self.partials = cp.zeros(2 * self.blocks, dtype=cp.float32)
+        self.finished = cp.zeros(1, dtype=cp.int32)
+        self.scalars = (dg.dangling.sum() / n).astype(cp.float32).reshape(1)   # dangling mass of the start
+        self.init_stopping(tol, max_iter)
+        self.count = 0
+        cp.cuda.get_current_stream().synchronize()     # buffers ready for any stream that launches next
+
+    @property
+    def rank(self):
+        return self.ranks[self.count % 2]
+
+    def set_ranks(self, ranks) -> None:
+        """Start from ``ranks`` (float32, on the GPU), with every output the next iteration writes poisoned."""
+        dg, n = self.dg, self.dg.num_vertices
+        i = self.count % 2
+        self.ranks[i][...] = ranks
+        kernels.compiled("contributions")(blocks_for(n), (BLOCK,), (self.ranks[i], dg.out_degree, self.contribs[i], i32(n)))
+        self.scalars[...] = (self.ranks[i] * dg.dangling).sum(dtype=np.float64).astype(np.float32)
+        self.ranks[1 - i].fill(float("nan"))
+        self.contribs[1 - i].fill(float("nan"))
+
+    def launch_kernel(self):
+        """The fused kernel: the whole iteration, and this variant's only kernel."""
+        dg, p, i = self.dg, self.plan, self.count % 2
+        kernels.compiled("fused")((self.blocks,), (BLOCK,), (
+            dg.in_offsets, dg.in_sources, dg.out_degree, self.contribs[i], self.ranks[i], self.ranks[1 - i],
+            self.contribs[1 - i], p.medium, i32(p.medium.size), p.heavy, i32(p.heavy.shape[0]), p.groups,
+            p.part_sums, p.arrivals, self.partials, self.finished, self.scalars, self.state, self.changes,
+            i32(HISTORY), np.float32(self.tol), i32(self.max_iter), i32(dg.num_vertices), np.float32(self.damping)))
+
+    def run(self):
+        self.launch_kernel()
+        slot = self.count % HISTORY
+        self.count += 1
+        return self.changes[slot]
+
+    def ranks_after(self, iterations: int):
+        """Where the ranks are after ``iterations`` completed iterations (the buffers alternate)."""
+        return self.ranks[iterations % 2]
+
+
+class BlockedIteration(FusedIteration):
+    """The blocked iteration (lecture 22): one ``blocked_pass`` per source segment of half this GPU's L2
+    (``segment_size``), in order, adding into ``acc``, then ``blocked_update`` over every vertex. One state
+    vector, x = rank / out-degree (the rank itself for a dangling vertex). Same interface as FusedIteration."""
+
+    def __init__(self, dg: DeviceGraph, name="blocked", damping: float = DAMPING, personalization=None, *,
+                 tol: float = 0.0, max_iter: int = 0, vertices_per_segment: int | None = None,
+                 medium_max: int = 1024, chunk: int = 16384):
+        cp = require_gpu()
+        if personalization is not None:
+            raise ValueError(f"{name} teleports uniformly; use an unfused variant for personalised PageRank")
+        self.dg, self.damping, self.variant = dg, check_damping(damping), variant("blocked")
+        n = dg.num_vertices
+        self.segment = int(vertices_per_segment or segment_size(dg))
+        self.passes = [(rows, offsets, sources, WorkPlan.build(offsets, int(rows.size), medium_max, chunk))
+                       for rows, offsets, sources in dg.segments(self.segment)]
+        self.pass_blocks = [min(p[3].items, resident_blocks(kernels.compiled("blocked", "blocked_pass")))
+                            for p in self.passes]
+        self.blocks = min(-(-n // BLOCK), resident_blocks(kernels.compiled("blocked", "blocked_update")))
+        ensure_fits(12 * n + 8 * self.blocks, f"the blocked iteration's vectors for {dg.name}")
+        start = cp.full(n, 1.0 / n, dtype=cp.float32)
+        degree = dg.out_degree
+        self.xs = [cp.where(degree > 0, start / cp.maximum(degree, 1), start).astype(cp.float32),
+                   cp.empty(n, dtype=cp.float32)]
+        self.acc = cp.zeros(n, dtype=cp.float32)
+        self.partials = cp.zeros(2 * self.blocks, dtype=cp.float32)
+        self.finished = cp.zeros(1, dtype=cp.int32)
+        self.scalars = (dg.dangling.sum() / n).astype(cp.float32).reshape(1)
+        self.init_stopping(tol, max_iter)
+        self.count = 0
+        cp.cuda.get_current_stream().synchronize()
+
+    def launch_kernel(self):
+        """Every segment's pass, then the pass over vertices: the whole iteration."""
+        i, n = self.count % 2, self.dg.num_vertices
+        x, new_x = self.xs[i], self.xs[1 - i]
+        pass_kernel = kernels.compiled("blocked", "blocked_pass")
+        for (rows, offsets, sources, plan), blocks in zip(self.passes, self.pass_blocks):
+            pass_kernel((blocks,), (BLOCK,), (rows, offsets, sources, i32(rows.size), x, self.acc, *plan.args(),
+                                              self.state))
+        kernels.compiled("blocked", "blocked_update")((self.blocks,), (BLOCK,), (
+            self.acc, self.dg.out_degree, x, new_x, self.partials, self.finished, self.scalars, self.state,
+            self.changes, i32(HISTORY), np.float32(self.tol), i32(self.max_iter), i32(n), np.float32(self.damping)))
+
+    def set_ranks(self, ranks) -> None:
+        cp = require_gpu()
+        i, degree = self.count % 2, self.dg.out_degree
+        self.xs[i][...] = cp.where(degree > 0, ranks / cp.maximum(degree, 1), ranks)
+        self.scalars[...] = (ranks * self.dg.dangling).sum(dtype=np.float64).astype(np.float32)
+        self.xs[1 - i].fill(float("nan"))
+        self.acc.fill(0)
+
+    def ranks_after(self, iterations: int):
+        x, degree = self.xs[iterations % 2], self.dg.out_degree
+        return require_gpu().where(degree > 0, x * degree, x).astype(np.float32)
+
+    @property
+    def rank(self):
+        return self.ranks_after(self.count)
+
+
+register(Variant("fused", "contributions", None, ("fused",), iteration=FusedIteration))
+register(Variant("blocked", "contributions", None, ("blocked",), iteration=BlockedIteration))
+
+
+def make_iteration(dg: DeviceGraph, name, damping: float = DAMPING, personalization=None, *, tol: float = 0.0,
+                   max_iter: int = 0, **settings):
+    """The per-iteration object of a variant: its own class for whole-iteration variants, else Iteration."""
+    v = variant(name)
+    cls = v.iteration or Iteration
+    return cls(dg, v.name, damping, personalization, tol=tol, max_iter=max_iter, **settings)
+
+
+def capture(step, iterations: int, stream):
+    """Record ``iterations`` calls of ``step.run()`` on ``stream`` as one CUDA graph; an even number keeps a
+    whole-iteration variant's alternating buffers where they began, so the graph can be replayed again."""
+    if iterations % 2:
+        raise ValueError("capture an even number of iterations, so that each replay ends where it began")
+    step.run(), step.run()                               # compiled and warm before capturing
+    stream.wait_event(require_gpu().cuda.get_current_stream().record())   # inputs written before replays read them
+    with stream:
+        stream.begin_capture()
+        for _ in range(iterations):
+            step.run()
+        return stream.end_capture()
+
+
+def graph_iteration_ms(dg: DeviceGraph, name: str = "fused", iterations: int = 20, trials: int = 7, **settings):
+    """Timing (ms per iteration) of a whole-iteration variant replayed ``iterations`` at a time as one CUDA
+    graph; ``settings`` go to its iteration class (medium_max, chunk, vertices_per_segment)."""
+    cp = require_gpu()
+    stream = cp.cuda.Stream(non_blocking=True)
+    graph = capture(make_iteration(as_device_graph(dg, name), name, **settings), iterations, stream)
+    with stream:
+        timing = time_back_to_back(lambda: graph.launch(stream), launches=1, trials=trials)
+    return timing.scaled(1 / iterations)
+
+
+def choose(dg) -> tuple[str, str]:
+    """The course's fastest iteration for this GPU and graph, and why: where the contribution vector fits in
+    half of L2, the fused kernel (one launch); beyond, the blocked iteration (segments that do fit)."""
+    l2, vector = device_facts().l2_bytes, 4 * int(dg.num_vertices)
+    where = f"the {vector / 2**20:.1f} MiB rank vector against this GPU's {l2 / 2**20:.0f} MiB L2"
+    if vector <= l2 // 2:
+        return "fused", f"{where}: it fits, so one fused launch per iteration"
+    return "blocked", f"{where}: it does not fit, so source segments of {l2 // 2 / 2**20:.0f} MiB that do"
+
+
+@dataclass(frozen=True)
+class GpuPageRankResult:
+    ranks: np.ndarray        # float32 ranks, copied back
+    iterations: int
+    residuals: np.ndarray    # L1 change per iteration
+    converged: bool
+    variant: str
+    why: str = ""            # why this variant ran, when pagerank_gpu chose it
+
+
+def _whole_number(value, what: str) -> int:
+    if isinstance(value, bool) or int(value) != value or value < 1:
+        raise ValueError(f"{what} must be a whole number of at least 1, got {value!r}")
+    return int(value)
+
+
+def pagerank_gpu(graph, name: str | Variant | None = None, damping: float = DAMPING, tol: float = 1e-6,
+                 max_iter: int = 1000, personalization=None, *, check_every: int = 8) -> GpuPageRankResult:
+    """PageRank on the GPU, same semantics and stop test as the float64 reference. With no variant named it
+    runs the course's fastest for this GPU and graph (``choose``) and prints which and why. The stop test runs
+    on the GPU; the host reads it every ``check_every`` iterations (whole-iteration variants replay that many,
+    rounded up to an even number, as one CUDA graph); the ranks are those of the iteration that met it."""
+    cp = require_gpu()
+    tol = check_tol(tol)
+    max_iter, check_every = _whole_number(max_iter, "max_iter"), _whole_number(check_every, "check_every")
+    why = ""
+    if name is None:
+        dg = as_device_graph(graph, "blocked")
+        name, why = choose(dg) if personalization is None else ("pull_hybrid", "personalised: an unfused variant")
+        print(f"pagerank_gpu: {name} ({why})")
+    dg = as_device_graph(graph, variant(name).name)
+    step = make_iteration(dg, name, damping, personalization, tol=tol, max_iter=max_iter)
+    if step.variant.iteration is not None:
+        stream = cp.cuda.Stream(non_blocking=True)
+        replayed = check_every + check_every % 2            # a captured graph holds an even number of iterations
+        cuda_graph = capture(step, replayed, stream)        # its first two iterations ran while warming up
+        for _ in range(max_iter // replayed + 1):           # the GPU stops itself by max_iter at the latest
+            if step.stopped_state()[0]:
+                break
+            cuda_graph.launch(stream)
+            stream.synchronize()
+    else:
+        for i in range(1, max_iter + 1):
+            step.run()
+            if i % check_every == 0 and step.stopped_state()[0]:
+                break
+    reason, count = step.stopped_state()
+    ranks = (step.ranks_after(count) if step.variant.iteration is not None else step.rank).get()
+    if reason != 1:
+        warnings.warn(f"{step.variant.name}: no L1 change below {tol:g} within max_iter={max_iter} iterations",
+                      NotConvergedWarning, stacklevel=2)
+    return GpuPageRankResult(ranks, count, step.residuals(count), reason == 1, step.variant.name, why)

@@ -1,0 +1,87 @@
+"""The kernel catalog: every .cu file with the lecture that teaches it, the driver variants that launch it,
+the exercise that practises it and its checker, and the test that verifies it. Tests are parametrised from
+it and ``python -m helpers.course sync`` writes the README's kernel table from it."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TEST = "tests/test_kernels.py::test_kernel_is_right[{}]"
+
+
+@dataclass(frozen=True)
+class Entry:
+    file: str                        # helpers/kernels/<file>.cu
+    lecture: str                     # the lecture that shows it inline (or explains it)
+    variants: tuple[str, ...] = ()   # driver variants that launch it (helpers.driver.VARIANTS)
+    exercise: str | None = None      # notebooks/exercises/<exercise>.ipynb
+    checker: str | None = None       # helpers.checks.<checker>
+
+    @property
+    def test(self) -> str:
+        return TEST.format(self.file)
+
+
+CATALOG = {e.file: e for e in [
+    Entry("add_one", "00"),
+    Entry("pull_thread", "10", ("pull_thread",), "10_pull_grid_stride", "check_pull_grid_stride"),
+    Entry("gather_floor", "10"),
+    Entry("empty", "10"),
+    Entry("scan_naive", "11", ("scan_naive",)),
+    Entry("push_atomic", "11", ("push_atomic",), "11_push_atomic", "check_push_atomic"),
+    Entry("contributions", "12", (), "12_contributions_split", "check_contributions_split"),
+    Entry("pull_contrib", "12", ("pull_contrib",)),
+    Entry("pull_interleaved", "12", ("pull_interleaved",)),
+    Entry("pull_warp", "13", ("pull_warp",), "13_pull_warp", "check_pull_warp"),
+    Entry("pull_subwarp", "13", ("pull_subwarp_4", "pull_subwarp_8", "pull_subwarp_16")),
+    Entry("pull_hybrid", "13", ("pull_hybrid",)),
+    Entry("pull_shared_tile", "13", ("pull_shared_tile",)),
+    Entry("pull_hybrid_six_versions", "13"),
+    Entry("pull_binned", "14", ("pull_binned",), "14_pull_list", "check_pull_list"),
+    Entry("coo_atomic", "14", ("coo_atomic",)),
+    Entry("pull_dynamic", "14"),
+    Entry("stop_test", "20", (), "20_l1_change", "check_l1_change"),
+    Entry("pull_contrib_kahan", "20", ("pull_contrib_kahan",)),
+    Entry("pull_contrib_f64", "20", ("pull_contrib_f64",)),
+    Entry("fused", "21", ("fused",), "21_fused_update", "check_fused_update"),
+    Entry("warp_atomic_sum", "21"),
+    Entry("pull_segmented", "22", ("pull_segmented",)),
+    Entry("blocked", "22", ("blocked",)),
+    Entry("fma_roof", "31"),
+    Entry("top_k_merge", "33", (), "33_top_k", "check_top_k"),
+    Entry("top_k_merge_branchy", "33"),
+    Entry("to_half", "40", ("pull_f16", "pull_bf16")),
+    Entry("pull_half", "40", ("pull_f16", "pull_bf16")),
+]}
+
+
+def entry(file: str) -> Entry:
+    try:
+        return CATALOG[file]
+    except KeyError:
+        raise KeyError(f"no kernel {file!r} in the catalog; known: {', '.join(CATALOG)}") from None
+
+
+def for_variant(name: str) -> list[Entry]:
+    """The catalog entries whose kernels a driver variant launches."""
+    return [e for e in CATALOG.values() if name in e.variants]
+
+
+def readme_table() -> str:
+    """The README's kernel table: each .cu file, its lecture, the test that verifies it and its exercise."""
+    from ..course import NOTEBOOKS, ROOT
+
+    def link(text: str, path) -> str:
+        return f"[{text}]({path.relative_to(ROOT).as_posix()})"
+
+    lectures = {p.name[:2]: p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")}
+    rows = ["| kernel | lecture | variants | verified by | exercise (checker) |", "|---|---|---|---|---|"]
+    for e in CATALOG.values():
+        kernel = link(f"{e.file}.cu", ROOT / "helpers" / "kernels" / f"{e.file}.cu")
+        lecture = link(e.lecture, lectures[e.lecture]) if e.lecture in lectures else e.lecture
+        exercise = "-"
+        if e.exercise:
+            exercise = f"{link(e.exercise, NOTEBOOKS / 'exercises' / (e.exercise + '.ipynb'))} " \
+                       f"(`checks.{e.checker}`)"
+        variants = ", ".join(f"`{v}`" for v in e.variants) or "-"
+        rows.append(f"| {kernel} | {lecture} | {variants} | `{e.test}` | {exercise} |")
+    return "\n".join(rows)
