@@ -69,7 +69,9 @@ def measure(dg, label: str, args, copy_gbs: float, cp, *, order: str = "given") 
         warnings.simplefilter("ignore", pg.NotConvergedWarning)
         run = pg.pagerank_gpu(dg, chosen, tol=1e-7, max_iter=500)
     accuracy = float(np.abs(run.ranks.astype(np.float64) - reference).sum())
-    table = __import__("pandas").DataFrame(h2h["rows"])
+    import pandas as pd
+
+    table = pd.DataFrame(h2h["rows"])
     table.attrs.update(gpu=gpu.device_facts().name, graph=f"{pg.graph_label(dg)}, {order} order",
                        floor=f"random-gather floor {floor.gather}",
                        timing=f"interleaved: {args.trials} trials; whole iterations as CUDA graphs of {REPLAYED}")

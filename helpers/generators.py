@@ -417,3 +417,13 @@ def web_like_device(copies: int, seed: int = 0, *, cross_share: float = 0.25, ba
     return SimpleNamespace(num_vertices=big_n, num_edges=copies * e, in_offsets=in_offsets, in_sources=in_sources,
                            out_degree=out_degree, name=f"web-like graph, {copies} linked copies of the stand-in "
                                                        f"(n={big_n:,}, m={copies * e:,}, seed={seed})")
+
+
+def without_hub_in_links(graph: Graph, above: int = 1_000) -> Graph:
+    """The same graph without the in-links of every vertex that has more than ``above`` of them (the control
+    for "the hub is what is slow": everything else, sizes and order included, stays as it was)."""
+    hubs = np.flatnonzero(graph.in_degree > above)
+    targets = np.repeat(np.arange(graph.num_vertices), graph.in_degree)
+    keep = ~np.isin(targets, hubs)
+    return from_edges(graph.in_sources[keep], targets[keep], graph.num_vertices,
+                      name=f"{graph.name} without the in-links of its {hubs.size} vertices above {above:,}")

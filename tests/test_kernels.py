@@ -162,6 +162,19 @@ def test_the_stop_test_on_the_gpu_gives_the_ranks_of_the_iteration_that_met_it()
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", ["pull_hybrid", "fused", "blocked"])
+def test_tol_zero_runs_exactly_max_iter_where_a_tiny_tol_stops_at_an_exact_float32_fixed_point(name):
+    # lecture 20's fixed-count runs once stopped early: a float32 iteration can reach a change of exactly 0,
+    # which is below any positive tol (1e-30 included); tol=0 is the only setting that never stops
+    from helpers.driver import pagerank_gpu
+    from helpers.reference import ConvergenceWarning
+    graph = generators.cycle(7)                       # uniform ranks are the fixed point from the start
+    assert pagerank_gpu(graph, name, tol=1e-30, max_iter=64).iterations < 64
+    with pytest.warns(ConvergenceWarning):
+        assert pagerank_gpu(graph, name, tol=0, max_iter=64).iterations == 64
+
+
+@pytest.mark.gpu
 def test_the_fused_iteration_does_not_collapse_when_hubs_are_adjacent():
     from helpers import gpu, locality
     from helpers.driver import DeviceGraph, graph_iteration_ms, pagerank_gpu
@@ -486,7 +499,22 @@ def _warp_atomic_sum_adds_everything():
     assert float(total.get()[0]) == float(values.sum().get())          # small integers: exact in any order
 
 
-OWN_CHECKS = {"add_one": _add_one_adds_one, "empty": _empty_launches, "gather_floor": _floors_are_ordered,
+def _the_timeline_records_every_block_and_computes_the_pull():
+    import cupy as cp
+    from helpers import instruments
+    from helpers.driver import DeviceGraph
+    graph = generators.adversarial_graph(20_001, seed=13, hub_in_links=12_000)
+    dg = DeviceGraph(graph)
+    x = cp.asarray(np.random.default_rng(0).random(graph.num_vertices).astype(np.float32))
+    for how in ("thread", "warp"):
+        frame = instruments.block_timeline(dg, x, how)
+        assert len(frame) == -(-graph.num_vertices * (1 if how == "thread" else 32) // 256)
+        assert (frame["stop_us"] >= frame["start_us"]).all() and frame["start_us"].min() == 0
+    lanes = instruments.busiest_lane(graph.in_degree)
+    assert lanes.max() == graph.in_degree.max() and lanes.size == -(-graph.num_vertices // 32)
+
+
+OWN_CHECKS = {"timeline": _the_timeline_records_every_block_and_computes_the_pull, "add_one": _add_one_adds_one, "empty": _empty_launches, "gather_floor": _floors_are_ordered,
               "fma_roof": _compute_roof_is_measured, "contributions": _contributions_divide_by_the_out_degree,
               "stop_test": _the_stop_test_records_counts_and_stops, "warp_atomic_sum": _warp_atomic_sum_adds_everything,
               "pull_hybrid_six_versions": _six_versions_kernel_is_caught,

@@ -351,11 +351,12 @@ def _whole_number(value, what: str) -> int:
 def pagerank_gpu(graph, name: str | Variant | None = None, damping: float = DAMPING, tol: float = 1e-6,
                  max_iter: int = 1000, personalization=None, *, check_every: int = 8) -> GpuPageRankResult:
     """PageRank on the GPU, same semantics and stop test as the float64 reference. With no variant named it
-    runs the course's fastest for this GPU and graph (``choose``) and prints which and why. The stop test runs
+    runs the course's fastest for this GPU and graph (``choose``) and prints which and why. ``tol=0`` runs
+    exactly ``max_iter`` iterations (any positive tol can be met by a float32 change of exactly 0). The stop test runs
     on the GPU; the host reads it every ``check_every`` iterations (whole-iteration variants replay that many,
     rounded up to an even number, as one CUDA graph); the ranks are those of the iteration that met it."""
     cp = require_gpu()
-    tol = check_tol(tol)
+    tol = 0.0 if tol == 0 and not isinstance(tol, bool) else check_tol(tol)     # 0: exactly max_iter iterations
     max_iter, check_every = _whole_number(max_iter, "max_iter"), _whole_number(check_every, "check_every")
     why = ""
     if name is None:

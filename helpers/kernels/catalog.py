@@ -25,6 +25,7 @@ CATALOG = {e.file: e for e in [
     Entry("add_one", "00"),
     Entry("pull_thread", "10", ("pull_thread",), "10_pull_grid_stride", "check_pull_grid_stride"),
     Entry("gather_floor", "10"),
+    Entry("timeline", "10"),
     Entry("empty", "10"),
     Entry("scan_naive", "11", ("scan_naive",)),
     Entry("push_atomic", "11", ("push_atomic",), "11_push_atomic", "check_push_atomic"),
