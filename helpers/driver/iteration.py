@@ -297,7 +297,19 @@ def make_iteration(dg: DeviceGraph, name, damping: float = DAMPING, personalizat
     return cls(dg, v.name, damping, personalization, tol=tol, max_iter=max_iter, **settings)
 
 
-def capture(step, iterations: int, stream):
+@dataclass(frozen=True)
+class Captured:
+    """A CUDA graph of recorded iterations and the iteration object whose buffers it reads and writes: the
+    two live together, so the buffers cannot be freed (and reused) while the graph may still be replayed."""
+    graph: object
+    step: object
+    stream: object
+
+    def launch(self, stream=None):
+        self.graph.launch(stream or self.stream)
+
+
+def capture(step, iterations: int, stream) -> Captured:
     """Record ``iterations`` calls of ``step.run()`` on ``stream`` as one CUDA graph; an even number keeps a
     whole-iteration variant's alternating buffers where they began, so the graph can be replayed again."""
     if iterations % 2:
@@ -308,7 +320,7 @@ def capture(step, iterations: int, stream):
         stream.begin_capture()
         for _ in range(iterations):
             step.run()
-        return stream.end_capture()
+        return Captured(stream.end_capture(), step, stream)
 
 
 def graph_iteration_ms(dg: DeviceGraph, name: str = "fused", iterations: int = 20, trials: int = 7, **settings):
