@@ -26,6 +26,7 @@ BLOCK = 256
 HISTORY = 4096                      # L1 changes kept on the GPU (a ring)
 BYTES_MODEL = "4E + 20N bytes"      # the DRAM lower bound of one iteration, if every byte moved once
 INT32_MAX = 2**31 - 1
+HEADROOM = 0.9                      # plan for at most 90% of the free memory (ensure_fits, multigpu)
 PAD = 64                            # zero entries kept after the last in-link
 
 
@@ -80,7 +81,7 @@ def device_bytes(num_vertices: int, num_edges: int, variant="fused", *, offset_b
 def ensure_fits(nbytes: int, what: str) -> None:
     """Refuse, before allocating, what would take more than 90% of the memory this process can still use."""
     free = free_bytes()
-    if nbytes > 0.9 * free:
+    if nbytes > HEADROOM * free:
         raise GraphTooLargeError(f"{what} needs about {nbytes / 2**30:.2f} GiB on the GPU, which has "
                                  f"{free / 2**30:.2f} GiB free: use a smaller graph or a GPU with more memory")
 
