@@ -1,9 +1,15 @@
 """The partitioned PageRank of helpers.multigpu: the partition, the arithmetic, and the whole run on a local
-Dask cluster of CPU workers (what CI runs) against the float64 reference; on GPUs (marked, skipped with the
-reason where there are none) against the single-GPU driver, and NCCL against Dask."""
+Dask cluster of CPU workers (what CI runs; every such test asks for the CPU back end, whatever the machine
+has) against the float64 reference; on GPUs (marked, skipped with the reason where there are none) against
+the single-GPU driver, and NCCL against Dask."""
+import importlib.machinery
+import re
 import subprocess
 import sys
+import tempfile
 import tomllib
+import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -38,19 +44,19 @@ GRAPHS = {"hub": hub_graph, "sparse": sparse_graph}
 
 # --- import and installation ----------------------------------------------------------------------
 
-def _python(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=course.ROOT)
+def _python(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *arguments], capture_output=True, text=True, cwd=course.ROOT)
 
 
 def test_importing_multigpu_imports_neither_dask_nor_cupy():
-    out = _python("import sys, helpers.multigpu\n"
-                  "print(sorted(m for m in ('cupy', 'dask', 'distributed', 'dask_cuda', 'pandas') if m in sys.modules))")
+    out = _python("-c", "import sys, helpers.multigpu\nprint(sorted(m for m in ('cupy', 'dask', "
+                        "'distributed', 'dask_cuda', 'pandas') if m in sys.modules))")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
 
 def test_missing_dask_is_refused_with_what_to_install():
-    out = _python("import sys\n"
+    out = _python("-c", "import sys\n"
                   "for name in ('dask', 'distributed', 'dask_cuda'):\n    sys.modules[name] = None\n"
                   "from helpers import generators, multigpu\n"
                   "calls = (lambda: multigpu.pagerank_multi(generators.cycle(5), 2, backend='cpu'),\n"
@@ -70,12 +76,12 @@ def test_the_requirements_named_in_errors_are_the_extra_in_pyproject():
     assert project["name"] in mg.INSTALL_HINT
 
 
-def test_the_command_line_says_how_to_use_it_and_what_is_installed(capsys):
-    assert mg.main([]) == 2
-    assert "usage: python -m helpers.multigpu" in capsys.readouterr().err
-    assert mg.main(["check"]) == 0
-    printed = capsys.readouterr().out
-    assert "NCCL:" in printed and "distributed" in printed
+def test_the_command_line_says_how_to_use_it_and_what_is_installed():
+    usage = _python("-m", "helpers.multigpu")
+    assert usage.returncode == 2 and "usage: python -m helpers.multigpu" in usage.stderr
+    check = _python("-m", "helpers.multigpu", "check")
+    assert check.returncode == 0, check.stderr
+    assert "NCCL:" in check.stdout and "distributed" in check.stdout
 
 
 # --- the partition ----------------------------------------------------------------------------------
@@ -179,7 +185,8 @@ def test_a_2d_partition_receives_less_than_a_1d_one_from_4_gpus_on():
     assert mg.grid_2d(7) == (1, 7) and mg.grid_2d(16) == (4, 4)
     assert mg.values_received_per_gpu(n, 1, "1d") == mg.values_received_per_gpu(n, 1, "2d") == 0
     assert mg.values_received_per_gpu(n, 2, "2d") == mg.values_received_per_gpu(n, 2, "1d") == n / 2
-    assert mg.values_received_per_gpu(n, 4, "1d") == 0.75 * n and mg.values_received_per_gpu(n, 4, "2d") == 0.5 * n
+    assert mg.values_received_per_gpu(n, 4, "1d") == 0.75 * n
+    assert mg.values_received_per_gpu(n, 4, "2d") == 0.5 * n
     assert mg.values_received_per_gpu(n, 16, "2d") == 2 * n / 4 * (1 - 1 / 4)
     for p in (4, 9, 16, 64, 256):
         assert mg.values_received_per_gpu(n, p, "2d") < mg.values_received_per_gpu(n, p, "1d")
@@ -224,7 +231,8 @@ def test_host_graph_takes_any_object_with_the_arrays_and_refuses_inconsistent_on
 def test_float64_residual_is_the_reference_fixed_point_residual():
     graph = hub_graph()
     ranks = pagerank(graph, tol=1e-6).ranks
-    assert mg.float64_residual(graph, ranks) == pytest.approx(verify_fixed_point(graph, ranks).residual, rel=1e-9)
+    expected = verify_fixed_point(graph, ranks).residual
+    assert mg.float64_residual(graph, ranks) == pytest.approx(expected, rel=1e-9)
     assert mg.float64_residual(graph, np.full(graph.num_vertices, 1 / graph.num_vertices)) > 1e-3
 
 
@@ -266,24 +274,27 @@ def references():
 @pytest.mark.parametrize("workers", [1, 2, 3, 4])
 def test_float64_run_equals_the_reference(name, workers, cpu_client, references):
     graph, reference = GRAPHS[name](), references[name]
-    result = mg.pagerank_multi(graph, workers, client=cpu_client, tol=1e-10, verbose=False)
-    assert (result.backend, result.exchange, result.workers, result.ranks.dtype) == ("cpu", "dask", workers, np.float64)
+    result = mg.pagerank_multi(graph, workers, client=cpu_client, backend="cpu", tol=1e-10, verbose=False)
+    what = (result.backend, result.exchange, result.workers, result.ranks.dtype)
+    assert what == ("cpu", "dask", workers, np.float64)
     assert result.converged and result.iterations == reference.iterations
     np.testing.assert_allclose(result.ranks, reference.ranks, rtol=1e-12, atol=0)
     np.testing.assert_allclose(result.residuals, reference.residuals, rtol=1e-6, atol=1e-14)
     assert abs(result.ranks.sum() - 1) < 1e-12
     # what the run reports about itself
     assert result.bytes_per_iteration == mg.exchange_bytes(result.plan, 8)
-    assert result.iteration_ms.shape == result.compute_ms.shape == result.exchange_ms.shape == (result.iterations,)
+    shapes = {result.iteration_ms.shape, result.compute_ms.shape, result.exchange_ms.shape}
+    assert shapes == {(result.iterations,)}
     assert result.worker_compute_ms.shape == (workers, result.iterations)
     assert (result.compute_ms > 0).all() and (result.compute_ms <= result.iteration_ms).all()
     assert np.allclose(result.exchange_ms, result.iteration_ms - result.compute_ms)
 
 
-def test_float32_runs_agree_with_each_other_and_the_reference_within_float32_rounding(cpu_client, references):
+def test_float32_runs_agree_with_each_other_and_the_reference_within_float32_rounding(cpu_client,
+                                                                                       references):
     graph, reference = hub_graph(), references["hub"]
-    runs = [mg.pagerank_multi(graph, w, client=cpu_client, dtype="float32", tol=1e-6, max_iter=300, verbose=False)
-            for w in (1, 3)]
+    runs = [mg.pagerank_multi(graph, w, client=cpu_client, backend="cpu", dtype="float32", tol=1e-6,
+                              max_iter=300, verbose=False) for w in (1, 3)]
     for run in runs:   # SciPy adds the hub's 2,500 contributions one after the other, in float32
         assert run.ranks.dtype == np.float32
         assert run.residuals[-1] < 1e-4
@@ -294,22 +305,25 @@ def test_float32_runs_agree_with_each_other_and_the_reference_within_float32_rou
 
 
 @pytest.mark.parametrize("graph, workers", [(generators.chain(3), 4), (generators.single_vertex(), 2),
-                                            (generators.all_dangling(3), 4)], ids=["chain3-4", "single-2", "dangling3-4"])
+                                            (generators.all_dangling(3), 4)],
+                         ids=["chain3-4", "single-2", "dangling3-4"])
 def test_more_workers_than_vertices_idle_and_give_the_same_result(graph, workers, cpu_client):
     reference = pagerank(graph, tol=1e-10)
-    result = mg.pagerank_multi(graph, workers, client=cpu_client, tol=1e-10, verbose=False)
+    result = mg.pagerank_multi(graph, workers, client=cpu_client, backend="cpu", tol=1e-10, verbose=False)
     assert result.plan.rows.min() == 0 and result.iterations == reference.iterations
     np.testing.assert_allclose(result.ranks, reference.ranks, rtol=1e-12)
 
 
 def test_max_iter_stops_an_unconverged_run_and_says_so(cpu_client, references):
-    result = mg.pagerank_multi(hub_graph(), 2, client=cpu_client, tol=1e-10, max_iter=5, verbose=False)
+    result = mg.pagerank_multi(hub_graph(), 2, client=cpu_client, backend="cpu", tol=1e-10, max_iter=5,
+                               verbose=False)
     assert result.iterations == 5 and not result.converged
     np.testing.assert_allclose(result.residuals, references["hub"].residuals[:5], rtol=1e-9)
 
 
 def test_nccl_on_the_cpu_back_end_falls_back_to_dask_and_says_why(cpu_client, capsys):
-    result = mg.pagerank_multi(generators.cycle(7), 2, client=cpu_client, exchange="nccl", tol=1e-8)
+    result = mg.pagerank_multi(generators.cycle(7), 2, client=cpu_client, backend="cpu", exchange="nccl",
+                               tol=1e-8)
     assert result.exchange == "dask" and "GPU" in result.fallback
     assert "NCCL exchange not used" in capsys.readouterr().out
     assert np.allclose(result.ranks, 1 / 7)
@@ -319,22 +333,25 @@ def test_a_partition_that_does_not_fit_is_refused_naming_it(cpu_client):
     graph = hub_graph()
     plan = mg.partition_by_edges(graph.in_offsets, 2)
     need = mg.plan_bytes(plan, value_bytes=8, edge_values=True)
-    with pytest.raises(GraphTooLargeError, match=r"partition 0 .* needs .* MiB on worker 0 and the host has .* MiB free"):
-        mg.pagerank_multi(graph, 2, client=cpu_client, free_bytes=1_000, verbose=False)
+    refusal = r"partition 0 .* needs .* MiB on worker 0 and the host has .* MiB free"
+    with pytest.raises(GraphTooLargeError, match=refusal):
+        mg.pagerank_multi(graph, 2, client=cpu_client, backend="cpu", free_bytes=1_000, verbose=False)
     # each worker's own free memory: only the second one is short
     with pytest.raises(GraphTooLargeError, match=r"partition 1 \(rows"):
-        mg.pagerank_multi(graph, 2, client=cpu_client, free_bytes=[10 * need[0], need[1]], verbose=False)
-    ok = mg.pagerank_multi(graph, 2, client=cpu_client, free_bytes=[2 * need[0], 2 * need[1]], tol=1e-8,
-                           verbose=False)
+        mg.pagerank_multi(graph, 2, client=cpu_client, backend="cpu", free_bytes=[10 * need[0], need[1]],
+                          verbose=False)
+    ok = mg.pagerank_multi(graph, 2, client=cpu_client, backend="cpu", free_bytes=[2 * need[0], 2 * need[1]],
+                           tol=1e-8, verbose=False)
     assert ok.converged
 
 
 def test_the_partition_table_is_a_dataframe_of_the_plan(cpu_client):
     pytest.importorskip("pandas", reason="the tables are pandas DataFrames")
-    result = mg.pagerank_multi(hub_graph(), 3, client=cpu_client, tol=1e-8, verbose=False)
+    result = mg.pagerank_multi(hub_graph(), 3, client=cpu_client, backend="cpu", tol=1e-8, verbose=False)
     table = result.partitions
     assert list(table.index) == [0, 1, 2]
-    assert table["vertices"].sum() == result.plan.num_vertices and table["in-links"].sum() == result.plan.num_edges
+    assert table["vertices"].sum() == result.plan.num_vertices
+    assert table["in-links"].sum() == result.plan.num_edges
     assert table["% of in-links"].sum() == pytest.approx(100)
     summary = result.summary()
     assert summary["workers"] == 3 and summary["iterations"] == result.iterations
@@ -344,9 +361,36 @@ def test_a_cluster_it_starts_is_closed_afterwards():
     pytest.importorskip("distributed", reason=NEEDS_DASK)
     with mg.local_cluster(1, "cpu") as client:
         assert len(mg.worker_addresses(client)) == 1
-        result = mg.pagerank_multi(generators.cycle(4), client=client, tol=1e-8, verbose=False)
+        result = mg.pagerank_multi(generators.cycle(4), client=client, backend="cpu", tol=1e-8,
+                                   verbose=False)
     assert client.status == "closed"
     assert np.allclose(result.ranks, 0.25)
+
+
+def _scratch_entries() -> set[str]:
+    """dask-scratch-space* folders in the system's temporary folder, and what is directly inside them."""
+    found = set()
+    for folder in Path(tempfile.gettempdir()).glob("dask-scratch-space*"):
+        found |= {folder.name, *(f"{folder.name}/{p.name}" for p in folder.iterdir() if p.is_dir())}
+    return found
+
+
+def test_clusters_leave_no_dask_scratch_space_in_the_temporary_folder(references):
+    pytest.importorskip("distributed", reason=NEEDS_DASK)
+    before = _scratch_entries()
+    graph = hub_graph()
+    with mg.local_cluster(2, "cpu", processes=True) as client:      # worker processes, as dask-cuda starts
+        folders = [*client.run(lambda dask_worker: dask_worker.local_directory).values(),
+                   client.run_on_scheduler(lambda dask_scheduler: dask_scheduler.local_directory)]
+        across = mg.pagerank_multi(graph, client=client, backend="cpu", tol=1e-10, verbose=False)
+    own = mg.pagerank_multi(graph, 3, backend="cpu", tol=1e-10, verbose=False)     # starts its own cluster
+    for result in (across, own):
+        assert result.iterations == references["hub"].iterations
+        np.testing.assert_allclose(result.ranks, references["hub"].ranks, rtol=1e-12, atol=0)
+    assert len(folders) == 3 and not any(Path(f).exists() for f in folders), folders
+    assert all(Path(f).parts[:len(Path(tempfile.gettempdir()).parts)] == Path(tempfile.gettempdir()).parts
+               and "pagerank-dask-" in f for f in folders), folders
+    assert _scratch_entries() - before == set()
 
 
 # --- on GPUs ----------------------------------------------------------------------------------------
@@ -402,7 +446,8 @@ def test_two_gpus_give_equal_results_with_nccl_and_dask_and_equal_one_gpu(gpu_cl
     assert {x: r.exchange for x, r in runs.items()} == {"nccl": "nccl", "dask": "dask"}
     assert runs["nccl"].iterations == runs["dask"].iterations
     np.testing.assert_allclose(runs["nccl"].ranks, runs["dask"].ranks, rtol=1e-6, atol=0)
-    assert runs["nccl"].bytes_per_iteration == runs["dask"].bytes_per_iteration == mg.exchange_bytes(runs["nccl"].plan)
+    expected = mg.exchange_bytes(runs["nccl"].plan)
+    assert runs["nccl"].bytes_per_iteration == runs["dask"].bytes_per_iteration == expected
     assert abs(runs["nccl"].iterations - one.iterations) <= 1
     assert np.abs(runs["nccl"].ranks - one.ranks.astype(np.float64)).sum() < 2e-6
     assert np.abs(runs["nccl"].ranks - reference.ranks).sum() < 2e-5
@@ -416,7 +461,8 @@ def test_more_gpu_workers_than_vertices(gpu_client):
     for graph in (generators.single_vertex(), generators.chain(2)):
         reference = pagerank(graph, tol=1e-10)
         for exchange in ("nccl", "dask"):
-            result = mg.pagerank_multi(graph, 2, client=gpu_client, backend="gpu", exchange=exchange, verbose=False)
+            result = mg.pagerank_multi(graph, 2, client=gpu_client, backend="gpu", exchange=exchange,
+                                       verbose=False)
             assert np.abs(result.ranks - reference.ranks).sum() < 1e-6, (graph.name, exchange)
 
 
@@ -454,7 +500,8 @@ def test_the_lecture_is_a_valid_gpu_notebook_whose_code_cells_all_parse():
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     assert code[0].source == course.setup_cell_source()
     for i, cell in enumerate(code):
-        source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
+        lines = cell.source.splitlines()
+        source = "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))
         compile(source, f"{LECTURE.name}, code cell {i}", "exec")
     last = notebook.cells[-1]
     assert last.cell_type == "markdown" and last.source.startswith("## Try this")
@@ -462,11 +509,18 @@ def test_the_lecture_is_a_valid_gpu_notebook_whose_code_cells_all_parse():
 
 
 def test_nothing_but_the_multigpu_helper_and_its_lecture_imports_dask():
-    import re
-
     pattern = re.compile(r"^\s*(import|from)\s+(dask|distributed|dask_cuda)\b", re.MULTILINE)
-    allowed = {course.ROOT / "helpers" / "multigpu.py", LECTURE}
+    allowed = {*course.ROOT.joinpath("helpers", "multigpu").glob("*.py"), LECTURE}
     sources = [*course.ROOT.joinpath("helpers").rglob("*.py"), *course.NOTEBOOKS.rglob("*.ipynb")]
     offenders = [p.relative_to(course.ROOT).as_posix() for p in sources
                  if p not in allowed and pattern.search(p.read_text().replace("\\n", "\n"))]
     assert offenders == []
+
+
+def test_the_lecture_installs_nothing_and_its_install_advice_uses_the_kernels_interpreter():
+    nbformat = pytest.importorskip("nbformat")
+    code = [cell.source for cell in nbformat.read(LECTURE, as_version=4).cells if cell.cell_type == "code"]
+    for i, source in enumerate(code[1:], start=1):        # the first cell is the course's set-up cell
+        assert not re.search(r"^\s*[!%]|subprocess|os\.system|pip\.main", source, re.MULTILINE), (i, source)
+    advice = [source for source in code if '"pip", "install"' in source]
+    assert len(advice) == 1 and "sys.executable" in advice[0] and "print(" in advice[0]
