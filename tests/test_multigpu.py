@@ -17,7 +17,7 @@ import pytest
 from helpers import course, generators
 from helpers import multigpu as mg
 from helpers.graph import GraphFormatError
-from helpers.pagerank_gpu import GraphTooLargeError
+from helpers.graph import GraphTooLargeError
 from helpers.reference import pagerank, verify_fixed_point
 
 NEEDS_DASK = "needs dask.distributed: " + mg.INSTALL_HINT
@@ -409,7 +409,7 @@ def gpu_client():
 
 @pytest.mark.gpu
 def test_one_gpu_worker_equals_the_single_gpu_driver_and_the_reference(gpu_client):
-    from helpers.pagerank_gpu import pagerank_gpu
+    from helpers.driver import pagerank_gpu
 
     for graph, strict in ((generators.random_graph(50_001, 5.0, seed=31), True),
                           (generators.adversarial_graph(20_001, seed=13, hub_in_links=12_000), False)):
