@@ -13,18 +13,24 @@ from helpers.graph import from_edges
 from helpers.reference import pagerank, verify_fixed_point
 
 COMPILED = []   # read by conftest's terminal summary, so that the CI log names every kernel compiled
-INLINE = re.compile(r'r(?:\'\'\'|""")\n?(.*?__global__.*?)(?:\'\'\'|""")', re.DOTALL)
+INLINE = re.compile(r'r(?:\'\'\'|""")\n?(//.*?)(?:\'\'\'|""")', re.DOTALL)
+PART = "// --- part"
 
 
 def inline_kernels():
-    """(notebook, source) for every CUDA source written inline in a lecture."""
+    """(notebook, source) for every CUDA source written inline in a lecture; a kernel file shown in parts (its
+    canonical file has '// --- part N' lines where a cell ends) is joined back into one source."""
     found = []
     for notebook in sorted(course.NOTEBOOKS.rglob("*.ipynb")):
         if "exercises" in notebook.parts:       # exercise kernels are the students' own: test_exercises
             continue
         for cell in json.loads(notebook.read_text())["cells"]:
-            if cell["cell_type"] == "code":
-                for code in INLINE.findall("".join(cell["source"])):
+            if cell["cell_type"] != "code":
+                continue
+            for code in INLINE.findall("".join(cell["source"])):
+                if code.startswith(PART) and found and found[-1][0] == notebook.name:
+                    found[-1] = (notebook.name, found[-1][1] + code)
+                elif "__global__" in code or "__device__" in code:
                     found.append((notebook.name, code))
     return found
 

@@ -24,6 +24,7 @@ __device__ __forceinline__ float gather(const int* sources, const float* x, long
     return x[__ldcs(sources + k)];                  // evict-first index load, cached gather
 }
 
+// --- part 2: one segment's pass, in work items as the fused kernel walks them
 extern "C" __global__ void blocked_pass(const int* rows, const int* offsets, const int* sources,
                                         int num_rows, const float* x, float* acc,
                                         const int* medium, int num_medium, const int4* heavy,
@@ -92,6 +93,7 @@ extern "C" __global__ void blocked_pass(const int* rows, const int* offsets, con
     }
 }
 
+// --- part 3: the pass over vertices, and the last block's sums
 extern "C" __global__ void blocked_update(float* acc, const int* out_degree, const float* x,
                                           float* new_x, float* partials, int* finished,
                                           float* scalars, int* state, float* changes, int history,

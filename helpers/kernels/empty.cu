@@ -1,2 +1,2 @@
-// empty: lecture 10. does nothing; timing many launches of it measures what a launch itself costs.
+// empty: lecture 10. Does nothing; timing many launches of it measures what a launch itself costs.
 extern "C" __global__ void empty() {}

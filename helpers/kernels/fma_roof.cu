@@ -1,4 +1,4 @@
-// fma_roof: lecture 31. the compute roof of the roofline, measured: every thread runs `rounds`
+// fma_roof: lecture 31. The compute roof of the roofline, measured: every thread runs `rounds`
 // rounds of 8 independent float32 fused multiply-adds (2 FLOPs each) on values held in registers,
 // and writes one float so that nothing is optimised away. FLOP/s = 16 * rounds * threads / time.
 // Launch enough blocks to fill the GPU.

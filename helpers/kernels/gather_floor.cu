@@ -1,4 +1,4 @@
-// gather_floor: lecture 10. the practical floor of a pull iteration on this GPU for this graph and
+// gather_floor: lecture 10. The practical floor of a pull iteration on this GPU for this graph and
 // its vertex order. stream_floor reads every in-link's source once, in order: the one stream no
 // pull kernel avoids. gather_floor also fetches the contribution each source points at (the random
 // reads every pull kernel makes, one 32-byte sector each unless neighbours share it) and adds them
@@ -15,7 +15,8 @@ extern "C" __global__ void stream_floor(const int* sources, float* out, long lon
     out[i] = (float)sum;
 }
 
-extern "C" __global__ void gather_floor(const int* sources, const float* x, float* out, long long count) {
+extern "C" __global__ void gather_floor(const int* sources, const float* x, float* out,
+                                        long long count) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     long long stride = (long long)gridDim.x * blockDim.x;
     float sum = 0.0f;

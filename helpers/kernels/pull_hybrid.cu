@@ -1,8 +1,8 @@
-// pull_hybrid: lecture 13. one thread per vertex for light vertices; the whole warp, together, for
+// pull_hybrid: lecture 13. One thread per vertex for light vertices; the whole warp, together, for
 // each heavy one (more than `threshold` in-links) in turn. Lanes never leave before the ballot:
 // every shuffle is full-warp.
-extern "C" __global__ void pull_hybrid(const int* in_offsets, const int* in_sources, const float* contrib,
-                                       float* pulled, int n, int threshold) {
+extern "C" __global__ void pull_hybrid(const int* in_offsets, const int* in_sources,
+                                       const float* contrib, float* pulled, int n, int threshold) {
     long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     int lane = threadIdx.x % 32;
     int begin = 0, end = 0;
@@ -20,7 +20,8 @@ extern "C" __global__ void pull_hybrid(const int* in_offsets, const int* in_sour
         int e = __shfl_sync(0xffffffffu, end, owner);
         float part = 0.0f;
         for (long long k = b + lane; k < e; k += 32) part += contrib[in_sources[k]];
-        for (int offset = 16; offset > 0; offset /= 2) part += __shfl_down_sync(0xffffffffu, part, offset);
+        for (int offset = 16; offset > 0; offset /= 2)
+            part += __shfl_down_sync(0xffffffffu, part, offset);
         part = __shfl_sync(0xffffffffu, part, 0);
         if (lane == owner) sum = part;
     }

@@ -1,6 +1,6 @@
 // timeline: lecture 10. Instruments a student can run where no profiler is: the pull loops of
-// pull_contrib (a thread per vertex) and pull_warp (a warp per vertex), each block recording when it
-// started and finished (%globaltimer, nanoseconds, one clock for the whole GPU) and on which
+// pull_contrib (a thread per vertex) and pull_warp (a warp per vertex), each block recording when
+// it started and finished (%globaltimer, nanoseconds, one clock for the whole GPU) and on which
 // multiprocessor it ran (%smid). Drawn as a timeline, one line per block, they show which blocks
 // the whole kernel waits for.
 __device__ __forceinline__ unsigned long long now() {
@@ -48,7 +48,8 @@ extern "C" __global__ void timeline_warp(const int* in_offsets, const int* in_so
             sum += contrib[in_sources[k]];
         }
     }
-    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+    for (int offset = 16; offset > 0; offset /= 2)
+        sum += __shfl_down_sync(0xffffffffu, sum, offset);
     if (v < n && lane == 0) pulled[v] = sum;
     record(t0, start, stop, sm);
 }

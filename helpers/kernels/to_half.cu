@@ -1,4 +1,4 @@
-// to_half: lecture 40. float32 contributions -> 16-bit storage. half_scale (one thread) picks, on
+// to_half: lecture 40. Float32 contributions -> 16-bit storage. half_scale (one thread) picks, on
 // the GPU and from the data, the power of two that brings the largest contribution into [2^14,
 // 2^15): every scaled value then fits float16 (largest 65,504) whatever the graph, and small ones
 // keep float16's 11 significant bits down to 2^-28 of the largest. scale[0] is the factor, scale[1]
@@ -12,7 +12,8 @@ extern "C" __global__ void half_scale(const float* largest, float* scale) {
     scale[1] = ldexpf(1.0f, -e);
 }
 
-extern "C" __global__ void to_f16(const float* values, unsigned short* out, int n, const float* scale) {
+extern "C" __global__ void to_f16(const float* values, unsigned short* out, int n,
+                                  const float* scale) {
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     unsigned short h;

@@ -1,4 +1,4 @@
-// top_k_merge: lecture 33. the k largest ranks (ties: the smaller id first), k <= 16, in two
+// top_k_merge: lecture 33. The k largest ranks (ties: the smaller id first), k <= 16, in two
 // launches of this kernel. Each thread keeps a sorted list of its k best over a grid-stride loop;
 // the block merges the lists in a tree with a branch-free two-list merge (the idea of the Thrust
 // report's top-5 operator); thread 0 writes the block's k best. Launch once over the ranks (ids =
@@ -17,13 +17,17 @@ extern "C" __global__ void top_k_merge(const float* ranks, const int* ids, int n
     __shared__ int shared_i[THREADS * K_MAX];
     float r[K_MAX];
     int id[K_MAX];
-    for (int j = 0; j < K_MAX; ++j) { r[j] = -1.0f; id[j] = 0x7fffffff; }   // ranks are never negative
+    for (int j = 0; j < K_MAX; ++j) { r[j] = -1.0f; id[j] = 0x7fffffff; }   // ranks are >= 0
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         float x = ranks[i];
         int xi = ids ? ids[i] : i;
         if (!ahead(x, xi, r[k - 1], id[k - 1])) continue;
         int j = k - 1;                                   // insertion into the sorted list
-        while (j > 0 && ahead(x, xi, r[j - 1], id[j - 1])) { r[j] = r[j - 1]; id[j] = id[j - 1]; --j; }
+        while (j > 0 && ahead(x, xi, r[j - 1], id[j - 1])) {
+            r[j] = r[j - 1];
+            id[j] = id[j - 1];
+            --j;
+        }
         r[j] = x; id[j] = xi;
     }
     float* my_r = shared_r + threadIdx.x * K_MAX;
@@ -35,7 +39,7 @@ extern "C" __global__ void top_k_merge(const float* ranks, const int* ids, int n
             const float* b_r = my_r + stride * K_MAX;
             const int* b_i = my_i + stride * K_MAX;
             int a = 0, b = 0;
-            for (int j = 0; j < k; ++j) {                // branch-free: both indices advance by a flag
+            for (int j = 0; j < k; ++j) {        // branch-free: both indices advance by a flag
                 bool take_b = ahead(b_r[b], b_i[b], my_r[a], my_i[a]);
                 r[j] = take_b ? b_r[b] : my_r[a];
                 id[j] = take_b ? b_i[b] : my_i[a];

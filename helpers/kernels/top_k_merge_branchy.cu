@@ -1,4 +1,4 @@
-// top_k_merge_branchy: lecture 33. top_k_merge with one difference, to measure the Thrust report's
+// top_k_merge_branchy: lecture 33. Top_k_merge with one difference, to measure the Thrust report's
 // claim that its top-5 merge is branch-free "through the ternary operator": here the two-list merge
 // picks the list with an if/else (each branch copies one entry and advances one index) instead of
 // two ternary selects and two flag increments. Same lists, same launches, same results; the
@@ -17,13 +17,17 @@ extern "C" __global__ void top_k_merge_branchy(const float* ranks, const int* id
     __shared__ int shared_i[THREADS * K_MAX];
     float r[K_MAX];
     int id[K_MAX];
-    for (int j = 0; j < K_MAX; ++j) { r[j] = -1.0f; id[j] = 0x7fffffff; }   // ranks are never negative
+    for (int j = 0; j < K_MAX; ++j) { r[j] = -1.0f; id[j] = 0x7fffffff; }   // ranks are >= 0
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         float x = ranks[i];
         int xi = ids ? ids[i] : i;
         if (!ahead(x, xi, r[k - 1], id[k - 1])) continue;
         int j = k - 1;                                   // insertion into the sorted list
-        while (j > 0 && ahead(x, xi, r[j - 1], id[j - 1])) { r[j] = r[j - 1]; id[j] = id[j - 1]; --j; }
+        while (j > 0 && ahead(x, xi, r[j - 1], id[j - 1])) {
+            r[j] = r[j - 1];
+            id[j] = id[j - 1];
+            --j;
+        }
         r[j] = x; id[j] = xi;
     }
     float* my_r = shared_r + threadIdx.x * K_MAX;
