@@ -452,7 +452,8 @@ def test_the_lecture_is_a_valid_gpu_notebook_whose_code_cells_all_parse():
     assert notebook.cells[0].cell_type == "markdown"
     assert notebook.cells[0].source.startswith("# 50 · Beyond one GPU: ")
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    assert code[0].source == course.setup_cell_source()
+    from helpers.course import sync
+    assert code[0].source == sync.setup_cell_source()
     for i, cell in enumerate(code):
         source = "\n".join(line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!")))
         compile(source, f"{LECTURE.name}, code cell {i}", "exec")
