@@ -141,7 +141,7 @@ def colab(tmp_path, remote, raw):
         marker = checkout / course.INSTALLED_MARKER
 
         def installs(self):
-            return pip_log.read_text().splitlines() if pip_log.exists() else []
+            return pip_log.read_text(encoding="utf-8").splitlines() if pip_log.exists() else []
 
         def fail_next_install(self):
             fail_flag.touch()

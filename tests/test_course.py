@@ -16,7 +16,7 @@ from conftest import gpu_skip_reason
 from helpers import cli, course
 from helpers.course import execute, students, sync
 
-README = (course.ROOT / "README.md").read_text()
+README = (course.ROOT / "README.md").read_text(encoding="utf-8")
 COLAB_LINK = re.compile(r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/([^)\s]+)")
 MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -49,7 +49,8 @@ def test_the_readme_keeps_a_place_for_the_kernel_table():
 def test_every_notebook_starts_with_the_current_setup_cell():
     assert f"REPOSITORY, BRANCH = {course.REPOSITORY!r}, {course.BRANCH!r}" in sync.setup_cell_source()
     for notebook in course.lecture_notebooks() + course.exercise_notebooks():
-        cells = [c for c in json.loads(notebook.read_text())["cells"] if c["cell_type"] == "code"]
+        cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+        cells = [c for c in cells if c["cell_type"] == "code"]
         assert "".join(cells[0]["source"]) == sync.setup_cell_source(), f"{notebook.name}: run sync"
 
 
@@ -65,7 +66,7 @@ def test_only_the_notebooks_that_need_a_gpu_ask_colab_for_one():
     notebooks = course.lecture_notebooks() + course.exercise_notebooks()
     assert len(notebooks) >= 30 and {course.needs_gpu(p) for p in notebooks} == {True, False}
     for notebook in notebooks:
-        metadata = json.loads(notebook.read_text())["metadata"]
+        metadata = json.loads(notebook.read_text(encoding="utf-8"))["metadata"]
         asks = (metadata.get("accelerator"), metadata.get("colab", {}).get("gpuType"))
         wanted = ("GPU", "T4") if metadata["course"]["needs_gpu"] else (None, None)
         assert asks == wanted, f"{notebook.relative_to(course.ROOT)}: {asks}"
@@ -84,24 +85,24 @@ def test_sync_writes_the_colab_metadata_from_needs_gpu():
 
 def test_sync_is_idempotent_and_touches_only_the_setup_cell_and_the_metadata(tmp_path):
     source = course.lecture_notebooks()[0]
-    notebook = json.loads(source.read_text())
+    notebook = json.loads(source.read_text(encoding="utf-8"))
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     # an earlier form of the cell, as the notebooks had it before this one: sync still finds and replaces it
     old_marker = "# Course setup (written by `python -m helpers.course sync`; edit helpers/course.py)\n"
     code[0]["source"] = [old_marker, "print('an old setup cell')"]
     notebook["metadata"]["accelerator"] = "GPU"
     stale = tmp_path / source.name
-    stale.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n")
+    stale.write_text(json.dumps(notebook, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     assert sync.sync_notebook(stale) is True
-    assert json.loads(stale.read_text()) == json.loads(source.read_text())
+    assert json.loads(stale.read_text(encoding="utf-8")) == json.loads(source.read_text(encoding="utf-8"))
     assert sync.sync_notebook(stale) is False
     assert [p.name for p in tmp_path.iterdir()] == [source.name], "a temporary file was left behind"
     code[0]["source"] = ["print('not a setup cell')"]
     stale.write_text(json.dumps(notebook))
-    before = stale.read_text()
+    before = stale.read_text(encoding="utf-8")
     with pytest.raises(ValueError, match="not the course setup cell"):
         sync.sync_notebook(stale)
-    assert stale.read_text() == before
+    assert stale.read_text(encoding="utf-8") == before
 
 
 def test_everything_is_in_step_and_check_says_so():
@@ -113,9 +114,10 @@ def test_everything_is_in_step_and_check_says_so():
 def test_check_names_a_student_version_out_of_step(tmp_path, monkeypatch):
     solution = students.solutions()[0]
     copy = tmp_path / solution.name
-    notebook = json.loads(solution.read_text())
+    notebook = json.loads(solution.read_text(encoding="utf-8"))
     copy.write_text(json.dumps(notebook))
-    students.student_path(copy).write_text(students.dumps(students.student_notebook(notebook)))
+    students.student_path(copy).write_text(students.dumps(students.student_notebook(notebook)),
+                                           encoding="utf-8")
     monkeypatch.setattr(students, "EXERCISES", tmp_path)
     assert students.out_of_step() == []
     notebook["cells"][0]["source"] = ["# changed\n"]
@@ -157,7 +159,7 @@ def test_the_readme_links_into_docs_and_every_relative_link_resolves():
     for page in pages:
         assert f"](docs/{page.name})" in README, f"the README does not link docs/{page.name}"
     for document in [course.ROOT / "README.md", *pages]:
-        for target in MARKDOWN_LINK.findall(document.read_text()):
+        for target in MARKDOWN_LINK.findall(document.read_text(encoding="utf-8")):
             if re.match(r"[a-z]+:", target) or target.startswith("#"):
                 continue
             path = (document.parent / target.split("#", 1)[0]).resolve()
@@ -165,7 +167,7 @@ def test_the_readme_links_into_docs_and_every_relative_link_resolves():
 
 
 def test_the_readme_test_command_is_what_ci_runs():
-    ci = (course.ROOT / ".ci" / "run").read_text()
+    ci = (course.ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "test command" in ci and "floors.txt" in ci
     block = readme_block("test command")
     assert block.endswith("python -m pytest") and 'pip install -e ".[dev]"' in block
@@ -236,7 +238,7 @@ def test_execute_writes_to_a_folder_and_leaves_the_notebooks_as_they_are(tmp_pat
     assert "skipped gpu.ipynb: needs a CUDA GPU" in result.stdout and "(--cpu-only)" in result.stdout
     assert "ran 2, skipped 1, failed 0" in result.stdout
     assert {p: p.read_bytes() for p in before} == before, "execute changed a notebook without --in-place"
-    printed = ["".join(json.loads((out / n).read_text())["cells"][0]["outputs"][0]["text"])
+    printed = ["".join(json.loads((out / n).read_text(encoding="utf-8"))["cells"][0]["outputs"][0]["text"])
                for n in ("first.ipynb", "second.ipynb")]
     assert printed == [f"{first.parent}\n", "42\n"], "not run, or not in the notebook's own folder"
     assert not (out / "gpu.ipynb").exists()
@@ -257,7 +259,7 @@ def test_execute_reports_a_failing_notebook_and_writes_its_error_to_the_copy(tmp
     assert result.returncode == 1
     assert "FAILED broken.ipynb" in result.stdout and "ZeroDivisionError" in result.stdout
     assert "ran 0, skipped 0, failed 1: broken.ipynb" in result.stdout
-    assert "ZeroDivisionError" in (tmp_path / "runs" / "broken.ipynb").read_text()
+    assert "ZeroDivisionError" in (tmp_path / "runs" / "broken.ipynb").read_text(encoding="utf-8")
     assert broken.read_bytes() == before
 
 
@@ -267,7 +269,8 @@ def test_execute_in_place_only_when_asked(tmp_path):
     assert refused.returncode == 2 and "would overwrite" in refused.stderr and "--in-place" in refused.stderr
     assert refused.stderr.startswith("usage: python -m helpers.course execute")
     assert run_course("execute", target, "--in-place", cwd=tmp_path).returncode == 0
-    assert "".join(json.loads(target.read_text())["cells"][0]["outputs"][0]["text"]) == "in place\n"
+    outputs = json.loads(target.read_text(encoding="utf-8"))["cells"][0]["outputs"]
+    assert "".join(outputs[0]["text"]) == "in place\n"
     assert not (tmp_path / "executed-notebooks").exists()
 
 

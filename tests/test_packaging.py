@@ -22,7 +22,7 @@ from packaging.version import Version
 from helpers import course
 from test_course import readme_block
 
-PYPROJECT = tomllib.loads((course.ROOT / "pyproject.toml").read_text())
+PYPROJECT = tomllib.loads((course.ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PROJECT = PYPROJECT["project"]
 # pip names that conda-forge spells differently, and what only conda needs
 PIP_TO_CONDA = {"cupy-cuda12x": "cupy", "nvidia-cuda-nvrtc-cu12": "cuda-nvrtc"}
@@ -34,7 +34,7 @@ COURSE_VENV_VARIABLE = "PAGERANK_COURSE_VENV"
 
 
 def test_the_licence_is_mit_and_declared_as_an_spdx_expression():
-    licence = (course.ROOT / "LICENSE").read_text()
+    licence = (course.ROOT / "LICENSE").read_text(encoding="utf-8")
     assert licence.startswith("MIT License")
     assert "Copyright (c) 2026 the PageRank on the GPU authors" in licence
     assert PROJECT["license"] == "MIT" and PROJECT["license-files"] == ["LICENSE"]
@@ -63,7 +63,7 @@ def project_requirements(extras) -> list[Requirement]:
 def environment_packages() -> tuple[dict[str, str], list[str]]:
     """environment.yml's conda packages (name -> version spec) and its pip lines."""
     conda, pip, in_pip, section = {}, [], False, None
-    for line in (course.ROOT / "environment.yml").read_text().splitlines():
+    for line in (course.ROOT / "environment.yml").read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].rstrip()
         if re.fullmatch(r"\w+:.*", line):
             section = line.split(":", 1)[0]
@@ -115,7 +115,7 @@ FLOORS = course.ROOT / ".ci" / "floors.txt"
 def floor_constraints() -> dict[str, str]:
     """.ci/floors.txt: package name -> its pin (``==1.26.*``)."""
     pins = {}
-    for line in FLOORS.read_text().splitlines():
+    for line in FLOORS.read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
             requirement = Requirement(line)
@@ -140,7 +140,7 @@ def test_every_declared_floor_is_pinned_for_the_floors_run():
 
 def test_the_floors_run_uses_the_oldest_python_allowed():
     oldest = min(s.version for s in SpecifierSet(PROJECT["requires-python"]) if s.operator == ">=")
-    assert f"python{oldest}" in (course.ROOT / ".ci" / "run").read_text()
+    assert f"python{oldest}" in (course.ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
 # --- no import circles -----------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ def import_graph() -> dict[str, set[str]]:
     graph = {name: set() for name in modules}
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
             targets = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -318,7 +318,7 @@ def test_the_readme_course_command_runs_every_cpu_lecture_and_exercise(tmp_path)
     assert f"executed copies go to {out}" in result.stdout
     for name in cpu:
         assert f"ran {name} in " in result.stdout, f"{name} did not run"
-        executed = json.loads((out / name).read_text())
+        executed = json.loads((out / name).read_text(encoding="utf-8"))
         code = [c for c in executed["cells"] if c["cell_type"] == "code"]
         assert all(c["execution_count"] for c in code), f"{name}: a cell did not run"
         errors = [o for c in code for o in c["outputs"] if o["output_type"] == "error"]

@@ -102,5 +102,5 @@ def exercise_notebooks() -> list[Path]:
 
 def needs_gpu(path: Path) -> bool:
     """Whether a notebook declares that it needs a GPU (its metadata: course.needs_gpu)."""
-    metadata = json.loads(Path(path).read_text()).get("metadata", {})
+    metadata = json.loads(Path(path).read_text(encoding="utf-8")).get("metadata", {})
     return bool(metadata.get("course", {}).get("needs_gpu", False))

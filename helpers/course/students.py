@@ -85,9 +85,9 @@ def write() -> list[Path]:
     """Write every student version; returns the ones that changed."""
     changed = []
     for solution in solutions():
-        text = dumps(student_notebook(json.loads(solution.read_text())))
+        text = dumps(student_notebook(json.loads(solution.read_text(encoding="utf-8"))))
         target = student_path(solution)
-        if not target.is_file() or target.read_text() != text:
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
             write_atomically(target, text)
             changed.append(target)
     return changed
@@ -97,13 +97,13 @@ def out_of_step() -> list[str]:
     """What is wrong with the committed student versions (empty when all are in step)."""
     problems = []
     for solution in solutions():
-        notebook = json.loads(solution.read_text())
+        notebook = json.loads(solution.read_text(encoding="utf-8"))
         if not any(has_region("".join(c["source"])) for c in notebook["cells"] if c["cell_type"] == "code"):
             problems.append(f"{solution.name}: no BEGIN SOLUTION region")
         target = student_path(solution)
         if not target.is_file():
             problems.append(f"{target.name}: missing (run python -m helpers.course sync)")
-        elif target.read_text() != dumps(student_notebook(notebook)):
+        elif target.read_text(encoding="utf-8") != dumps(student_notebook(notebook)):
             problems.append(f"{target.name}: out of step with {solution.name} "
                             "(run python -m helpers.course sync)")
     students = {student_path(s) for s in solutions()}

@@ -77,7 +77,7 @@ def colab_metadata(metadata: dict) -> dict:
 def synced_notebook(path: Path) -> str:
     """The notebook's text with its first code cell the current set-up cell and its Colab metadata what it
     needs; nothing else in it changes. ValueError when its first code cell is not a set-up cell."""
-    notebook = json.loads(Path(path).read_text())
+    notebook = json.loads(Path(path).read_text(encoding="utf-8"))
     cells = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     if not cells or not is_setup_cell("".join(cells[0]["source"])):
         raise ValueError(f"{path}: the first code cell is not the course setup cell")
@@ -89,7 +89,7 @@ def synced_notebook(path: Path) -> str:
 def sync_notebook(path: Path) -> bool:
     """Rewrite a notebook's first code cell and Colab metadata (see synced_notebook); True if it changed."""
     wanted = synced_notebook(path)
-    if wanted == Path(path).read_text():
+    if wanted == Path(path).read_text(encoding="utf-8"):
         return False
     write_atomically(Path(path), wanted)
     return True
@@ -99,7 +99,7 @@ def sync_notebook(path: Path) -> bool:
 
 def lecture_title(path: Path) -> str:
     """The lecture's title: its first markdown heading without the number ("# 01 · Title")."""
-    notebook = json.loads(Path(path).read_text())
+    notebook = json.loads(Path(path).read_text(encoding="utf-8"))
     for cell in notebook["cells"]:
         if cell["cell_type"] == "markdown":
             heading = "".join(cell["source"]).splitlines()[0].lstrip("# ").strip()
@@ -125,7 +125,7 @@ def exercise_table() -> str:
             "|---|---|---|---|---|---|"]
     lectures = {p.name[:2]: p for p in lecture_notebooks()}
     for solution in students.solutions():
-        meta = json.loads(solution.read_text())["metadata"]["course"]
+        meta = json.loads(solution.read_text(encoding="utf-8"))["metadata"]["course"]
         lecture = lectures[meta["exercise"]["lecture"]].relative_to(ROOT).as_posix()
         student = students.student_path(solution).relative_to(ROOT).as_posix()
         rows.append(f"| [{solution.name[:2]}]({lecture}) | [{lecture_title(solution)}]({student}) | "
@@ -165,7 +165,7 @@ def synced_readme(text: str) -> str:
 
 def sync_readme(readme: Path = README) -> bool:
     """Rewrite the README's tables from the notebooks and the kernel catalog; True if it changed."""
-    original = readme.read_text()
+    original = readme.read_text(encoding="utf-8")
     text = synced_readme(original)
     if text == original:
         return False
@@ -193,8 +193,9 @@ def sync() -> list[Path]:
 def out_of_step() -> list[str]:
     """What sync would change, one line each (empty when everything is in step)."""
     problems = [f"{path.relative_to(ROOT)}: its first cell or Colab metadata is out of step"
-                for path in notebooks_with_setup() if synced_notebook(path) != path.read_text()]
+                for path in notebooks_with_setup()
+                if synced_notebook(path) != path.read_text(encoding="utf-8")]
     problems += students.out_of_step()
-    if synced_readme(README.read_text()) != README.read_text():
+    if synced_readme(README.read_text(encoding="utf-8")) != README.read_text(encoding="utf-8"):
         problems.append("README.md: a table is out of step with the notebooks")
     return problems
