@@ -20,6 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from helpers import course
+from helpers.course import execute
 from test_course import readme_block
 
 PYPROJECT = tomllib.loads((course.ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -312,8 +313,8 @@ def test_the_readme_course_command_runs_every_cpu_lecture_and_exercise(tmp_path)
     result = shell(f"{activate} && python -m helpers.course execute --exercises --cpu-only --out {out}",
                    copy, env)
     notebooks = course.lecture_notebooks() + course.exercise_notebooks()
-    cpu = [course.notebook_name(p) for p in notebooks if not course.needs_gpu(p)]
-    gpu = [course.notebook_name(p) for p in notebooks if course.needs_gpu(p)]
+    cpu = [execute.notebook_name(p) for p in notebooks if not course.needs_gpu(p)]
+    gpu = [execute.notebook_name(p) for p in notebooks if course.needs_gpu(p)]
     assert result.returncode == 0, f"a CPU notebook failed:\n{result.stdout[-6000:]}"
     assert f"executed copies go to {out}" in result.stdout
     for name in cpu:
