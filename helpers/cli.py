@@ -7,20 +7,22 @@ after parsing, ``parser.error(cli.choices_error("variant", unknown, known))``.
 from __future__ import annotations
 
 import argparse
+import shlex
 from collections.abc import Iterable
 
 
 def _shown(default) -> str:
-    """A default as a reader types it: a list's items joined with spaces, a path or number as it is."""
+    """A default as a reader types it: a list's items joined with spaces (quoted where they hold one), a path
+    or number as it is."""
     if isinstance(default, (list, tuple, set, frozenset)):
-        return " ".join(str(item) for item in default)
+        return " ".join(shlex.quote(str(item)) for item in default)
     return str(default)
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """argparse's defaults-in-help formatter, minus the noise: no "(default: None)", none for a flag that is
     off by default or an empty list, none where the help already says its default, and a list default shown
-    as the words one would type (``--orders given rcm``), never as a Python list."""
+    as the words one would type (``--orders given 'degree groups'``), never as a Python list."""
 
     def _get_help_string(self, action):
         text = action.help or ""

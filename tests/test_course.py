@@ -331,7 +331,7 @@ def test_every_subcommand_has_help_and_no_noise_in_it(command):
 def test_the_shared_help_formatter_shows_only_real_defaults():
     parser = argparse.ArgumentParser(prog="demo", formatter_class=cli.HelpFormatter)
     parser.add_argument("--size", type=int, help="how many")
-    parser.add_argument("--orders", nargs="+", default=["given", "rcm"], help="vertex orders")
+    parser.add_argument("--orders", nargs="+", default=["given", "degree groups"], help="vertex orders")
     parser.add_argument("--fast", action="store_true", help="go fast")
     parser.add_argument("--trials", type=int, default=7, help="timing trials")
     parser.add_argument("--names", nargs="*", default=[], help="names")
@@ -339,7 +339,7 @@ def test_the_shared_help_formatter_shows_only_real_defaults():
     parser.add_argument("--ratio", type=float, default=0.5, help="at most 50%% of the memory")
     shown = shown_help(parser)
     for line in ("--size SIZE how many --orders",
-                 "--orders ORDERS [ORDERS ...] vertex orders (default: given rcm)",
+                 "--orders ORDERS [ORDERS ...] vertex orders (default: given 'degree groups')",
                  "--fast go fast --trials", "--trials TRIALS timing trials (default: 7)",
                  "--names [NAMES ...] names --variant",
                  "--variant VARIANT which one (default: all that fit) --ratio",
