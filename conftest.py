@@ -1,10 +1,14 @@
-"""Test-wide switches: GPU tests and GPU notebooks are skipped, with the reason, where there is no GPU;
-lecture 30 downloads from a loopback server that serves a generated web-Google-sized SNAP file, checked
-against that file's own structure statistics (announced in the run) instead of SNAP's published ones."""
+"""Test-wide switches: GPU tests and GPU notebooks are skipped, with a short reason, where there is no GPU,
+and the run ends with each skip reason once, counted; lecture 30 downloads from a loopback server that
+serves a generated web-Google-sized SNAP file, checked against that file's own structure statistics
+(announced in the run) instead of SNAP's published ones."""
 import json
 import os
+import re
 import shutil
+import sys
 import tempfile
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,6 +39,29 @@ def _start_web_google_mirror():
     _mirror.update(server=server, folder=folder)
 
 
+def gpu_skip_reason(description: str) -> str:
+    """The one short reason a GPU test is skipped: "needs a CUDA GPU (none: CuPy is not installed)". The
+    advice for students (Colab's runtime menu, the gpu extra) is the notebooks' report, not every test's."""
+    detail = re.search(r"\(Detail: (.*)\)\s*$", description)
+    why = detail.group(1) if detail else description
+    why = re.split(r", so |\.\s*$", why.strip(), maxsplit=1)[0].strip()
+    return f"needs a CUDA GPU (none: {why})"
+
+
+def skip_summary(reasons) -> list[str]:
+    """One line per skip reason, most frequent first, with how many tests it skipped."""
+    counts = Counter(reasons)
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [f"SKIPPED [{n}] {reason}" for reason, n in ordered]
+
+
+def skip_reason(report) -> str:
+    """The reason pytest recorded for a skipped test report."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
 @lru_cache(maxsize=None)
 def _notebook_needs_gpu(path: str) -> bool:
     return course.needs_gpu(Path(path))       # once per notebook, not once per cell
@@ -46,7 +73,7 @@ def pytest_collection_modifyitems(config, items):
     status = gpu.gpu_status()
     if status.available:
         return
-    skip = pytest.mark.skip(reason=f"needs a CUDA GPU; GPU: {status.description}")
+    skip = pytest.mark.skip(reason=gpu_skip_reason(status.description))
     for item in items:
         path = str(item.path)
         if "gpu" in item.keywords or (path.endswith(".ipynb") and _notebook_needs_gpu(path)):
@@ -60,11 +87,14 @@ def pytest_sessionfinish(session):
 
 
 def pytest_terminal_summary(terminalreporter):
-    try:
-        from test_kernels import COMPILED
+    skipped = terminalreporter.stats.get("skipped", [])
+    if skipped and "s" not in terminalreporter.reportchars:      # -rs lists them file by file instead
+        terminalreporter.section("skipped tests, by reason", sep="-")
+        for line in skip_summary(skip_reason(report) for report in skipped):
+            terminalreporter.write_line(line)
+    compiled = getattr(sys.modules.get("test_kernels"), "COMPILED", None)   # only where those tests ran
+    if compiled:
         from helpers.kernels import T4_ARCH, nvrtc_version
-    except ImportError:
-        return
-    if COMPILED:
+
         terminalreporter.write_line(f"NVRTC {nvrtc_version()} compiled for {T4_ARCH} (T4, sm_75), "
-                                    f"{len(COMPILED)} sources: {', '.join(COMPILED)}")
+                                    f"{len(compiled)} sources: {', '.join(compiled)}")

@@ -52,23 +52,29 @@ def header() -> list[str]:
 def parse(argv=None):
     from .driver import VARIANTS
 
-    parser = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.split("\n\n")[0])
+    from .cli import HelpFormatter, choices_error
+
+    parser = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.split("\n\n")[0],
+                                     formatter_class=HelpFormatter)
     parser.add_argument("--vertices", type=int, help="instead of web-Google, generate an R-MAT graph with this "
                                                      "many vertices (needs --edges)")
     parser.add_argument("--edges", type=int, help="the generated graph's edge count (needs --vertices)")
     parser.add_argument("--generated", choices=["auto", "off"], default="auto",
-                        help="also measure the generated graphs of both memory regimes (default: auto)")
-    parser.add_argument("--variants", nargs="+", metavar="NAME", choices=list(VARIANTS),
+                        help="also measure the generated graphs of both memory regimes")
+    parser.add_argument("--variants", nargs="+", metavar="NAME",
                         help="variants to run on the web-sized graph (default: every one that fits)")
-    parser.add_argument("--launches", type=int, default=20, help="launches per timing trial (default: 20)")
-    parser.add_argument("--trials", type=int, default=9, help="timing trials per measurement (default: 9)")
+    parser.add_argument("--launches", type=int, default=20, help="launches per timing trial")
+    parser.add_argument("--trials", type=int, default=9, help="timing trials per measurement")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help=f"folder for the CSV, JSON and PNG files (default: {DEFAULT_OUT}/)")
+                        help="folder for the CSV and JSON files")
     args = parser.parse_args(argv)
     if (args.vertices is None) != (args.edges is None):
         parser.error("--vertices and --edges go together: give both, or neither")
     if args.vertices is not None and (args.vertices < 2 or args.edges < 1):
         parser.error("--vertices must be at least 2 and --edges at least 1")
+    unknown = [name for name in args.variants or [] if name not in VARIANTS]
+    if unknown:
+        parser.error(choices_error("variant", unknown, VARIANTS))
     if args.launches < 1 or args.trials < 3:
         parser.error("--launches must be at least 1 and --trials at least 3 (the verdicts need them)")
     return args

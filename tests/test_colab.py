@@ -1,8 +1,11 @@
-"""Colab's first cell, simulated without network: the generated setup-cell source runs in a subprocess where a
-faked ``google.colab`` is importable, ``colab_setup.sh`` is downloaded from a loopback server that serves a
-local repository's branches the way raw.githubusercontent.com does (and answers 404 for anything else), the
-clone comes from that local repository (two branches: ``main`` and ``pinned``), and pip is a script that
-records its arguments and can fail once, as an interrupted install does."""
+"""Colab's first cell, simulated without network: the first cell runs in a subprocess where a faked
+``google.colab`` is importable; ``colab_setup.py`` is downloaded from a loopback server that serves a local
+repository's branches the way raw.githubusercontent.com does (the cell's address of that host is swapped for
+the server's, nothing else changes) and answers 404 for anything else; the clone comes from that local
+repository (two branches: ``main`` and ``pinned``); and ``python -m pip`` finds a fake pip first on the path,
+which records the interpreter and arguments it was run with, can fail once as an interrupted install does,
+and makes an editable install importable in the next Python the way pip does (a .pth file in a site
+folder)."""
 import http.server
 import os
 import shutil
@@ -14,11 +17,13 @@ from pathlib import Path
 import pytest
 
 from helpers import course
+from helpers.course import sync
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git (the Colab set-up clones with it)")
+pytestmark = pytest.mark.skipif(shutil.which("git") is None,
+                                reason="needs git (the Colab set-up clones with it)")
 
-# what a clone needs for the first cell to import helpers from it (the working tree's, so uncommitted work counts)
-COURSE_FILES = ["helpers", "pyproject.toml", "README.md", "LICENSE", "colab_setup.sh", "data/README.md"]
+# what a clone needs for the first cell to import helpers from it (the working tree's: uncommitted work too)
+COURSE_FILES = ["helpers", "pyproject.toml", "README.md", "LICENSE", "colab_setup.py", "data/README.md"]
 DRIVER_ERROR = "cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA runtime version"
 
 
@@ -50,8 +55,8 @@ def remote(tmp_path_factory):
 
 
 class RawServer:
-    """Serves /OWNER/REPO/REF/PATH from the local repository for ``repository``, like raw.githubusercontent.com;
-    404 for any other repository, ref or path. Counts the requests."""
+    """Serves /OWNER/REPO/REF/PATH from the local repository for ``repository``, like
+    raw.githubusercontent.com; 404 for any other repository, ref or path. Counts the requests."""
 
     def __init__(self, repo: Path, repository: str):
         outer = self
@@ -63,7 +68,8 @@ class RawServer:
                 parts = self.path.lstrip("/").split("/", 3)
                 body = None
                 if len(parts) == 4 and "/".join(parts[:2]) == repository:
-                    shown = subprocess.run(["git", "show", f"{parts[2]}:{parts[3]}"], cwd=repo, capture_output=True)
+                    shown = subprocess.run(["git", "show", f"{parts[2]}:{parts[3]}"], cwd=repo,
+                                           capture_output=True)
                     body = shown.stdout if shown.returncode == 0 else None
                 self.send_response(200 if body is not None else 404)
                 self.end_headers()
@@ -88,33 +94,57 @@ def raw(remote):
     server.close()
 
 
+FAKE_PIP = """\
+import os, sys
+args = sys.argv[1:]
+with open(os.environ["FAKE_PIP_LOG"], "a") as log:
+    log.write(f"{sys.executable} -m pip {' '.join(args)}\\n")
+flag = os.environ["FAKE_PIP_FAIL_FLAG"]
+if os.path.exists(flag):
+    os.remove(flag)
+    print("ERROR: the install was interrupted (simulated)")
+    sys.exit(1)
+target = args[args.index("-e") + 1].split("[")[0]
+with open(os.path.join(os.environ["FAKE_SITE"], "course.pth"), "w") as pth:
+    pth.write(target + "\\n")
+"""
+
+
 @pytest.fixture
 def colab(tmp_path, remote, raw):
     """Run the generated first cell as Colab would, in /content (a temp folder), as often as asked."""
     fake = tmp_path / "fake-colab"
     (fake / "google" / "colab").mkdir(parents=True)
     (fake / "google" / "colab" / "__init__.py").write_text('"""A stand-in for Colab\'s own module."""\n')
+    (fake / "pip").mkdir()                          # a regular package: it comes before the real pip
+    (fake / "pip" / "__init__.py").write_text('"""A stand-in for pip: it installs nothing."""\n')
+    (fake / "pip" / "__main__.py").write_text(FAKE_PIP)
+    site_folder = tmp_path / "site-packages"
+    site_folder.mkdir()
+    # The kernel's Python, as Colab's: no course installed (this machine's own editable install of it, a
+    # finder on sys.meta_path, is taken out), and what the fake pip installs found through a site folder.
+    (fake / "sitecustomize.py").write_text(
+        "import site, sys\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path\n"
+        "                    if 'pagerank_gpu_course' not in getattr(f, '__module__', '')]\n"
+        f"site.addsitedir({str(site_folder)!r})\n")
     content = tmp_path / "content"
     content.mkdir()
-    pip_log = tmp_path / "pip.log"
-    fake_pip = tmp_path / "pip"
-    fake_pip.write_text('#!/bin/sh\n'
-                        f'echo "$*" >> "{pip_log}"\n'
-                        f'if [ -e "{tmp_path / "fail-next-install"}" ]; then\n'
-                        f'  rm "{tmp_path / "fail-next-install"}"\n'
-                        '  echo "ERROR: the install was interrupted (simulated)" >&2; exit 1\n'
-                        'fi\n')
-    fake_pip.chmod(0o755)
+    pip_log, fail_flag = tmp_path / "pip.log", tmp_path / "fail-next-install"
+    wrong_python = tmp_path / "bin"                 # a python3 on PATH that is not the kernel's interpreter
+    wrong_python.mkdir()
+    (wrong_python / "python3").write_text("#!/bin/sh\necho 'ran python3 from PATH' >&2; exit 3\n")
+    (wrong_python / "python3").chmod(0o755)
 
     class Colab:
         checkout = content / course.CHECKOUT_NAME
         marker = checkout / course.INSTALLED_MARKER
 
         def installs(self):
-            return pip_log.read_text().splitlines() if pip_log.exists() else []
+            return pip_log.read_text(encoding="utf-8").splitlines() if pip_log.exists() else []
 
         def fail_next_install(self):
-            (tmp_path / "fail-next-install").touch()
+            fail_flag.touch()
 
         def add_cupy(self, device_error: str):
             """CuPy installed, as on Colab, but without a GPU runtime its driver calls fail."""
@@ -125,13 +155,20 @@ def colab(tmp_path, remote, raw):
                 f"    def getDeviceCount():\n        raise RuntimeError({device_error!r})\n"
                 "class cuda:\n    runtime = _Runtime\n")
 
-        def run(self, repository=course.REPOSITORY, branch=course.BRANCH, repo_url=None):
+        def run(self, repository=course.REPOSITORY, branch=course.BRANCH, repo_url=None, raw_url=None):
             cell = tmp_path / "cell.py"
-            cell.write_text(course.setup_cell_source(repository, branch) +
+            source = sync.setup_cell_source(repository, branch)
+            assert source.count(course.RAW_URL) == 1
+            cell.write_text(source.replace(course.RAW_URL, raw_url or raw.url) +
                             "\nimport helpers\nprint('helpers imported from', helpers.__file__)\n")
-            env = dict(os.environ, PYTHONPATH=str(fake), PAGERANK_RAW_URL=raw.url, PAGERANK_PIP=str(fake_pip),
-                       PAGERANK_CHECKOUT_PARENT=str(content), PAGERANK_REPO_URL=repo_url or remote.as_uri(),
-                       PAGERANK_DATA_DIR=str(tmp_path / "data"))
+            env = dict(os.environ, PYTHONPATH=str(fake), PAGERANK_CHECKOUT_PARENT=str(content),
+                       PAGERANK_REPO_URL=repo_url or remote.as_uri(),
+                       PAGERANK_DATA_DIR=str(tmp_path / "data"), FAKE_PIP_LOG=str(pip_log),
+                       FAKE_PIP_FAIL_FLAG=str(fail_flag), FAKE_SITE=str(site_folder),
+                       PATH=f"{wrong_python}{os.pathsep}{os.environ['PATH']}")
+            which = subprocess.run([sys.executable, "-c", "import pip; print(pip.__file__)"], env=env,
+                                   capture_output=True, text=True, cwd=tmp_path)
+            assert which.stdout.strip() == str(fake / "pip" / "__init__.py"), "the real pip would install"
             code = "import google.colab\nexec(compile(open('cell.py').read(), 'setup cell', 'exec'))"
             result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True,
                                     text=True, timeout=300)
@@ -141,19 +178,26 @@ def colab(tmp_path, remote, raw):
     return Colab()
 
 
-def test_the_first_cell_clones_the_pinned_branch_installs_and_imports_helpers_from_the_clone(colab, remote, raw):
+def install(checkout, extras="gpu,lectures"):
+    """What the fake pip records for the set-up's install: the kernel's own interpreter, never python3."""
+    return f"{sys.executable} -m pip install -q -e {checkout}[{extras}]"
+
+
+def test_the_first_cell_clones_the_pinned_branch_installs_and_imports_from_the_clone(colab, remote, raw):
     first = colab.run(branch="pinned")
     assert first.returncode == 0, first.output
     checkout = colab.checkout
     assert git("rev-parse", "HEAD", cwd=checkout) == git("rev-parse", "pinned", cwd=remote)
     assert (checkout / "PINNED").is_file(), "cloned the default branch, not the pinned one"
     assert f"helpers imported from {checkout / 'helpers' / '__init__.py'}" in first.stdout
-    assert colab.installs() == [f"install -q -e {checkout}[gpu,lectures]"]     # no CuPy here: the gpu extra too
+    assert colab.installs() == [install(checkout)]     # no CuPy here: the gpu extra too
+    assert "ran python3 from PATH" not in first.output
     assert colab.marker.read_text().split() == ["pinned", git("rev-parse", "pinned", cwd=remote)]
-    assert f"/{course.REPOSITORY}/pinned/colab_setup.sh" in raw.requests
+    assert f"/{course.REPOSITORY}/pinned/colab_setup.py" in raw.requests
+    assert first.stdout.splitlines()[-5].startswith("Python "), "the report follows the set-up"
 
     fetched = len(raw.requests)
-    again = colab.run(branch="pinned")
+    again = colab.run(branch="pinned")                 # a new kernel: helpers is installed (editable)
     assert again.returncode == 0, again.output
     assert len(raw.requests) == fetched and len(colab.installs()) == 1, "set up twice"
     assert f"helpers imported from {checkout / 'helpers' / '__init__.py'}" in again.stdout
@@ -166,32 +210,52 @@ def test_the_default_pin_clones_main(colab, remote):
     assert not (colab.checkout / "PINNED").exists()
 
 
+def last_error(result) -> str:
+    return result.stderr.strip().splitlines()[-1]
+
+
+def test_without_internet_the_student_is_told_to_check_it_and_run_again(colab):
+    result = colab.run(raw_url="http://127.0.0.1:9")       # nothing listens there: the connection is refused
+    assert result.returncode != 0
+    assert last_error(result) == \
+        "RuntimeError: this runtime has no internet: check it and run the cell again"
+    assert "REPOSITORY" not in result.stderr and "During handling" not in result.stderr
+    assert not colab.checkout.exists() and colab.installs() == []
+
+
+def test_a_clone_without_internet_says_so_too(colab):
+    result = colab.run(repo_url="http://127.0.0.1:9/pagerank-on-the-gpu.git")
+    assert result.returncode != 0
+    assert last_error(result).endswith("this runtime has no internet: check it and run the cell again")
+    assert "helpers/course/__init__.py" not in result.stderr and colab.installs() == []
+
+
 def test_a_wrong_repository_fails_loudly_naming_it_and_what_to_change(colab, raw):
     result = colab.run(repository="someone/not-the-course")
     assert result.returncode != 0
-    error = result.stderr.strip().splitlines()[-1]
-    assert error.startswith("RuntimeError: Could not download the course's set-up script")
-    assert f"{raw.url}/someone/not-the-course/main/colab_setup.sh" in error and "HTTP Error 404" in error
-    for words in ("someone/not-the-course", "REPOSITORY and BRANCH in helpers/course.py",
-                  "python -m helpers.course sync"):
+    error = last_error(result)
+    assert error.startswith("RuntimeError: HTTP Error 404: Not Found: ")
+    assert f"{raw.url}/someone/not-the-course/main/colab_setup.py" in error
+    for words in ("REPOSITORY or BRANCH is wrong", "set both in helpers/course/__init__.py",
+                  "helpers.course sync", "push"):
         assert words in error
-    assert "No module named" not in result.output
+    assert "no internet" not in result.output and "No module named" not in result.output
     assert not colab.checkout.exists() and colab.installs() == []
 
 
 def test_a_branch_that_does_not_exist_is_named(colab, raw):
     result = colab.run(branch="no-such-branch")
     assert result.returncode != 0
-    assert "/no-such-branch/colab_setup.sh (HTTP Error 404" in result.stderr
-    assert "branch or tag no-such-branch" in result.stderr
+    assert "HTTP Error 404" in result.stderr and "/no-such-branch/colab_setup.py" in result.stderr
+    assert "REPOSITORY or BRANCH is wrong" in result.stderr
 
 
 def test_a_failed_clone_stops_the_cell_with_what_to_change(colab, tmp_path):
     result = colab.run(repo_url=(tmp_path / "nowhere").as_uri())
     assert result.returncode != 0
-    assert f"colab_setup.sh: could not clone {(tmp_path / 'nowhere').as_uri()} at 'main'" in result.output
-    assert "set REPOSITORY and BRANCH in helpers/course.py" in result.output
-    assert result.stderr.strip().splitlines()[-1].startswith("RuntimeError: The course set-up did not finish")
+    error = last_error(result)
+    assert error.startswith(f"RuntimeError: could not clone {(tmp_path / 'nowhere').as_uri()} at 'main'")
+    assert "set REPOSITORY and BRANCH in helpers/course/__init__.py" in error
     assert "No module named" not in result.output and colab.installs() == []
 
 
@@ -199,9 +263,11 @@ def test_an_interrupted_install_is_retried_on_the_next_run(colab):
     colab.fail_next_install()
     first = colab.run()
     assert first.returncode != 0
-    assert "the install was interrupted (simulated)" in first.output
-    assert "installing the course into this runtime failed" in first.output
-    assert "Run this cell again to retry" in first.stderr
+    assert "the install was interrupted (simulated)" in first.stdout
+    assert last_error(first) == ("RuntimeError: installing the course into this runtime failed (ERROR: the "
+                                 "install was interrupted (simulated)). Run this cell again to retry; if it "
+                                 "fails the same way, restart the runtime (Runtime > Restart session) and "
+                                 "run it again.")
     assert colab.checkout.is_dir() and not colab.marker.exists()
 
     (colab.checkout / "kept").write_text("proof that the clone is reused")
@@ -223,7 +289,7 @@ def test_a_partial_or_different_clone_is_fetched_again(colab, remote, damage):
         git("init", "-q", str(colab.checkout), cwd=colab.checkout.parent)
     result = colab.run(branch="pinned" if damage == "another branch" else "main")
     assert result.returncode == 0, result.output
-    assert "unfinished fetch of the course (or another version of it): fetching it again" in result.stdout
+    assert "unfinished fetch of the course (or another version of it): fetching again" in result.stdout
     assert (colab.checkout / "helpers" / "graph.py").is_file()
     wanted = "pinned" if damage == "another branch" else "main"
     assert git("rev-parse", "HEAD", cwd=colab.checkout) == git("rev-parse", wanted, cwd=remote)
@@ -234,12 +300,14 @@ def test_without_a_gpu_the_message_leads_with_what_to_do(colab):
     result = colab.run()
     assert result.returncode == 0, result.output
     assert "CuPy is already installed: keeping it" in result.stdout
-    assert colab.installs() == [f"install -q -e {colab.checkout}[lectures]"]
+    assert colab.installs() == [install(colab.checkout, "lectures")]
     line = next(line for line in result.stdout.splitlines() if line.startswith("GPU:"))
-    assert line.startswith("GPU: none. On Colab: Runtime > Change runtime type > T4 GPU, then run the notebook again.")
+    assert line.startswith("GPU: none. On Colab: Runtime > Change runtime type > T4 GPU, then run the "
+                           "notebook again.")
     assert line.index("T4 GPU") < line.index("cudaErrorInsufficientDriver")
 
 
-def test_colab_setup_sh_needs_a_repository():
-    missing = subprocess.run(["bash", str(course.ROOT / "colab_setup.sh")], capture_output=True, text=True)
-    assert missing.returncode != 0 and "usage: colab_setup.sh OWNER/REPO" in missing.stderr
+def test_colab_setup_py_run_by_hand_needs_a_repository():
+    missing = subprocess.run([sys.executable, str(course.ROOT / "colab_setup.py")], capture_output=True,
+                             text=True)
+    assert missing.returncode != 0 and "usage: python colab_setup.py OWNER/REPO [BRANCH]" in missing.stderr

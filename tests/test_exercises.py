@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from helpers import checks, checks_lint, checks_probe, exercises, kernels
+from helpers import checks, checks_lint, checks_probe, kernels
+from helpers.course import students as exercises
 from test_kernels import COMPILED
 
 # exercise -> [(the wrong answer, text in the solution, what replaces it, words the likely cause must contain)]

@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from helpers import course, exercises, kernels
+from helpers import course, kernels
+from helpers.course import students as exercises
 from helpers import driver as pg
 
 LECTURES = course.lecture_notebooks()

@@ -498,7 +498,8 @@ def test_the_lecture_is_a_valid_gpu_notebook_whose_code_cells_all_parse():
     assert notebook.cells[0].cell_type == "markdown"
     assert notebook.cells[0].source.startswith("# 50 · Beyond one GPU: ")
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    assert code[0].source == course.setup_cell_source()
+    from helpers.course import sync
+    assert code[0].source == sync.setup_cell_source()
     for i, cell in enumerate(code):
         lines = cell.source.splitlines()
         source = "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")))

@@ -8,6 +8,8 @@ checks that every kernel builds for a T4.
 """
 from __future__ import annotations
 
+import contextlib
+import locale
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -99,12 +101,26 @@ def kernel_names(code: str) -> list[str]:
     return re.findall(r'extern "C" __global__ void (\w+)\(', code)
 
 
+@contextlib.contextmanager
+def keeping_locale():
+    """Some NVRTC releases (12.4) switch the process to the C locale while compiling; put it back, or every
+    text file read afterwards without an explicit encoding fails on its first non-ASCII byte."""
+    saved = locale.setlocale(locale.LC_ALL)
+    try:
+        yield
+    finally:
+        locale.setlocale(locale.LC_ALL, saved)
+
+
 @lru_cache(maxsize=None)
 def _module(code: str):
     from ..gpu import require_gpu
 
     cp = require_gpu()
-    return cp.RawModule(code=code, options=("-std=c++17",) + options(code))
+    with keeping_locale():
+        module = cp.RawModule(code=code, options=("-std=c++17",) + options(code))
+        module.compile()                         # now, inside the locale guard, not at the first launch
+    return module
 
 
 def compiled(name_or_code: str, function: str | None = None):
@@ -153,6 +169,11 @@ def nvrtc_compile(code: str, arch: str = T4_ARCH, name: str = "kernel.cu") -> st
     """Compile CUDA source to PTX for ``arch`` with NVRTC; returns the PTX, raises CompileError with the log."""
     nvrtc = _nvrtc()
     program = _checked(nvrtc.nvrtcCreateProgram(code.encode(), name.encode(), 0, [], []))
+    with keeping_locale():
+        return _compile(nvrtc, program, code, arch, name)
+
+
+def _compile(nvrtc, program, code: str, arch: str, name: str) -> str:
     try:
         flags = [f"--gpu-architecture={arch}".encode(), b"-std=c++17", *(o.encode() for o in options(code))]
         status, = nvrtc.nvrtcCompileProgram(program, len(flags), flags)

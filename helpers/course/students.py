@@ -1,11 +1,12 @@
-"""Student versions of the exercise notebooks, generated from the solution notebooks (the single source).
+"""Student versions of the exercise notebooks, written from the solution notebooks (the single source).
 
 In a solution notebook, code between ``# BEGIN SOLUTION hint: ...`` and ``# END SOLUTION`` (``//`` inside
 CUDA source) becomes ``# TODO: <hint>`` plus ``raise NotImplementedError`` in Python, or ``// TODO: <hint>``
 in CUDA, where the empty kernel still compiles and the checker reports what it leaves unwritten. Cells
 tagged ``solution-only`` are dropped, every output is cleared, and nothing of the solution's last run
 (outputs, versions) reaches the student version.
-``python -m helpers.exercises write`` writes the student versions; ``check`` fails when one is out of step.
+``python -m helpers.course sync`` writes the student versions; ``python -m helpers.course check`` fails when
+one is out of step. Maintenance tooling: no lecture imports it.
 """
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import json
 import re
 from pathlib import Path
 
-from .course import NOTEBOOKS
+from . import NOTEBOOKS
+from .files import write_atomically
 
 EXERCISES = NOTEBOOKS / "exercises"
 SUFFIX = "_solution.ipynb"
@@ -83,10 +85,10 @@ def write() -> list[Path]:
     """Write every student version; returns the ones that changed."""
     changed = []
     for solution in solutions():
-        text = dumps(student_notebook(json.loads(solution.read_text())))
+        text = dumps(student_notebook(json.loads(solution.read_text(encoding="utf-8"))))
         target = student_path(solution)
-        if not target.is_file() or target.read_text() != text:
-            target.write_text(text)
+        if not target.is_file() or target.read_text(encoding="utf-8") != text:
+            write_atomically(target, text)
             changed.append(target)
     return changed
 
@@ -95,37 +97,18 @@ def out_of_step() -> list[str]:
     """What is wrong with the committed student versions (empty when all are in step)."""
     problems = []
     for solution in solutions():
-        notebook = json.loads(solution.read_text())
+        notebook = json.loads(solution.read_text(encoding="utf-8"))
         if not any(has_region("".join(c["source"])) for c in notebook["cells"] if c["cell_type"] == "code"):
             problems.append(f"{solution.name}: no BEGIN SOLUTION region")
         target = student_path(solution)
         if not target.is_file():
-            problems.append(f"{target.name}: missing (run python -m helpers.exercises write)")
-        elif target.read_text() != dumps(student_notebook(notebook)):
-            problems.append(f"{target.name}: out of step with {solution.name} (run python -m helpers.exercises write)")
+            problems.append(f"{target.name}: missing (run python -m helpers.course sync)")
+        elif target.read_text(encoding="utf-8") != dumps(student_notebook(notebook)):
+            problems.append(f"{target.name}: out of step with {solution.name} "
+                            "(run python -m helpers.course sync)")
     students = {student_path(s) for s in solutions()}
     for path in sorted(EXERCISES.glob("*.ipynb")):
         if not path.name.endswith(SUFFIX) and path not in students:
             problems.append(f"{path.name}: a student notebook without a solution")
     return problems
 
-
-def main(argv=None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m helpers.exercises",
-                                     description="write: generate the student versions from the solution "
-                                                 "notebooks; check: fail if any is out of step")
-    parser.add_argument("command", choices=["write", "check"])
-    args = parser.parse_args(argv)
-    if args.command == "write":
-        for path in write():
-            print(f"wrote {path.relative_to(NOTEBOOKS.parent)}")
-        return 0
-    problems = out_of_step()
-    print("\n".join(problems) or f"{len(solutions())} student versions in step with their solutions")
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,106 @@
+"""The course's runtime: where it lives on GitHub, where data goes, which notebooks it has, and the report
+every lecture's first cell prints. A lecture imports this; it never imports the maintenance tooling beside
+it (``sync``, ``execute``, ``students``: ``python -m helpers.course --help``).
+
+The GitHub owner/repo and the branch are written here and nowhere else by hand: ``python -m helpers.course
+sync`` writes them into the README's Colab badges and every notebook's first cell, and a test checks both.
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import tempfile
+from pathlib import Path
+
+from .. import gpu
+from ..baselines import cpu_description
+
+REPOSITORY = "pagerank-on-the-gpu/pagerank-on-the-gpu"
+# The pin: the branch or tag that the badges open and that every notebook's first cell fetches on Colab, so a
+# student gets the code the notebook was synced with. Change it (e.g. to a release tag), then run sync.
+BRANCH = "main"
+CHECKOUT_NAME = "pagerank-on-the-gpu"   # the folder colab_setup.py clones into, under /content
+INSTALLED_MARKER = ".course-installed"  # written into it by colab_setup.py once the install succeeded
+RAW_URL = "https://raw.githubusercontent.com"   # where the first cell downloads colab_setup.py from
+DATA_DIR_VARIABLE = "PAGERANK_DATA_DIR"
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+
+
+def data_dir() -> Path:
+    """The one data-directory setting: $PAGERANK_DATA_DIR, else data/ in the checkout, else a user cache."""
+    configured = os.environ.get(DATA_DIR_VARIABLE)
+    if configured:
+        path = Path(configured).expanduser()
+    elif (ROOT / "data").is_dir() and os.access(ROOT / "data", os.W_OK):
+        path = ROOT / "data"
+    else:
+        path = Path.home() / ".cache" / "pagerank-on-the-gpu"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def in_colab() -> bool:
+    return "google.colab" in sys.modules
+
+
+def describe_path(path) -> str:
+    """A path as a reader may see it in printed output: relative to the course folder, to $PAGERANK_DATA_DIR
+    or to the home folder; never the absolute path of the machine that printed it."""
+    path = Path(path)
+    configured = os.environ.get(DATA_DIR_VARIABLE)
+    anchors = [(ROOT, "{} in the course folder")]
+    if configured:
+        anchors.insert(0, (Path(configured).expanduser(), f"${DATA_DIR_VARIABLE}/{{}}"))
+    try:
+        anchors.append((Path.home(), "~/{}"))
+    except RuntimeError:
+        pass
+    for anchor, form in anchors:
+        try:
+            relative = path.resolve().relative_to(anchor.resolve())
+        except (ValueError, OSError):
+            continue
+        if relative == Path("."):                  # the anchor itself: "$PAGERANK_DATA_DIR/", "~/"
+            return "the course folder" if anchor == ROOT else form.format("")
+        return form.format(relative.as_posix() + ("/" if path.is_dir() else ""))
+    in_temporary = str(path).startswith(tempfile.gettempdir())
+    return f"{path.name} (in the temporary folder)" if in_temporary else path.name
+
+
+def data_dir_label() -> str:
+    """The data directory as a reader may see it (see describe_path)."""
+    return describe_path(data_dir())
+
+
+def report() -> None:
+    """Print where this lecture runs: Python, Colab or not, the CPU (model, cores), the GPU (or plainly that
+    there is none, and what to do), and the data directory (named, never as this machine's absolute path)."""
+    status = gpu.gpu_status()
+    print(f"Python {platform.python_version()}{' on Google Colab' if in_colab() else ''}")
+    print(f"CPU: {cpu_description()}")
+    print(f"GPU: {status.description}")
+    try:
+        print(f"data directory: {data_dir_label()}")
+    except OSError as error:                  # $PAGERANK_DATA_DIR names a folder that cannot be made
+        print(f"data directory: ${DATA_DIR_VARIABLE} cannot be created ({error.strerror or error}); "
+              "downloads and the stand-in go to the user cache instead")
+
+
+def lecture_notebooks() -> list[Path]:
+    """Every lecture notebook, in course order."""
+    return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+
+
+def exercise_notebooks() -> list[Path]:
+    """Every exercise notebook: each solution and its student version."""
+    return sorted((NOTEBOOKS / "exercises").glob("[0-9][0-9]_*.ipynb"))
+
+
+def needs_gpu(path: Path) -> bool:
+    """Whether a notebook declares that it needs a GPU (its metadata: course.needs_gpu)."""
+    metadata = json.loads(Path(path).read_text(encoding="utf-8")).get("metadata", {})
+    return bool(metadata.get("course", {}).get("needs_gpu", False))

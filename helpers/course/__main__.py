@@ -1,0 +1,109 @@
+"""``python -m helpers.course``: the course's maintenance commands (execute, sync, check, report)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .. import cli
+from . import ROOT, exercise_notebooks, lecture_notebooks, report
+
+DESCRIPTION = "The course's commands: run its notebooks, keep them in step with its settings, report."
+
+
+def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The command's parser and each subcommand's, by name."""
+    from .execute import DEFAULT_OUT, DEFAULT_TIMEOUT
+
+    parser = argparse.ArgumentParser(prog="python -m helpers.course", description=DESCRIPTION,
+                                     formatter_class=cli.HelpFormatter)
+    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+
+    execute = commands.add_parser(
+        "execute", formatter_class=cli.HelpFormatter, help="run notebooks top to bottom in fresh kernels",
+        description="Run notebooks top to bottom in fresh kernels, each in its own folder, and write the "
+                    "executed copies to a folder. Notebooks that need a GPU are skipped, with the reason, "
+                    "where there is none.")
+    execute.add_argument("notebooks", nargs="*", type=Path, metavar="NOTEBOOK",
+                         help="the notebooks to run (default: every lecture; with --exercises every "
+                              "exercise notebook too)")
+    execute.add_argument("--exercises", action="store_true",
+                         help="also run every exercise notebook, solutions and student versions")
+    execute.add_argument("--cpu-only", action="store_true",
+                         help="skip the notebooks that need a GPU even where there is one")
+    where = execute.add_mutually_exclusive_group()
+    where.add_argument("--out", type=Path, default=DEFAULT_OUT, metavar="DIR",
+                       help="the folder the executed copies go to, laid out as notebooks/ is "
+                            "(default: %(default)s/ in the current directory)")
+    where.add_argument("--in-place", action="store_true",
+                       help="overwrite the notebooks themselves with their new outputs")
+    execute.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                         help="the longest one cell may run")
+
+    sync = commands.add_parser(
+        "sync", formatter_class=cli.HelpFormatter,
+        help="write REPOSITORY and BRANCH into the notebooks, the student versions and the README's tables",
+        description="Write the settings of helpers/course/__init__.py (REPOSITORY, BRANCH) into every "
+                    "notebook's first cell, each notebook's Colab GPU request from its needs_gpu metadata, "
+                    "the student versions of the exercises from their solutions, and the README's tables.")
+    check = commands.add_parser(
+        "check", formatter_class=cli.HelpFormatter, help="fail if sync would change anything",
+        description="Name every file that sync would change (student versions out of step with their "
+                    "solutions, first cells, Colab requests, README tables) and fail if there is one.")
+    report_command = commands.add_parser(
+        "report", formatter_class=cli.HelpFormatter, help="print Python, CPU, GPU and the data directory",
+        description="Print what a notebook's first cell prints: Python, the CPU, the GPU (or what to do "
+                    "without one) and the data directory.")
+    return parser, {"execute": execute, "sync": sync, "check": check, "report": report_command}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``python -m helpers.course`` (its subcommands' parsers: build_parsers)."""
+    return build_parsers()[0]
+
+
+def run_execute(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from .execute import execute_all, executed_path
+
+    notebooks = args.notebooks or lecture_notebooks() + (exercise_notebooks() if args.exercises else [])
+    for path in notebooks:
+        if path.suffix != ".ipynb" or not path.is_file():
+            parser.error(f"not a notebook: {path}")
+    out = None if args.in_place else args.out.resolve()
+    if out is not None:
+        clash = [p for p in notebooks if executed_path(p, out) == p.resolve()]
+        if clash:
+            parser.error(f"--out {args.out} would overwrite {clash[0]} itself; use --in-place for that")
+    return execute_all(notebooks, out, cpu_only=args.cpu_only, timeout=args.timeout)
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    parser, commands = build_parsers()
+    if not argv:                                       # no command: what there is, not an error about it
+        parser.print_help(sys.stderr)
+        return 2
+    if argv[0] == "execute":                           # its options before or after the notebooks
+        return run_execute(commands["execute"], commands["execute"].parse_intermixed_args(argv[1:]))
+    args = parser.parse_args(argv)
+    if args.command == "report":
+        report()
+        return 0
+    from . import sync
+
+    try:
+        if args.command == "sync":
+            for path in sync.sync():
+                print(f"updated {path.relative_to(ROOT)}")
+            return 0
+        problems = sync.out_of_step()
+    except ValueError as error:                # a notebook without a set-up cell, a README marker gone
+        print(f"python -m helpers.course {args.command}: {error}", file=sys.stderr)
+        return 1
+    print("\n".join(problems) or "everything is in step: first cells, Colab requests, student versions, "
+                                 "README tables")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
