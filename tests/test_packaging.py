@@ -236,7 +236,6 @@ def test_the_import_graph_sees_function_level_and_relative_imports():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-@pytest.mark.xfail(strict=False, reason="until the lead merges the driver package")
 def test_helpers_modules_form_no_import_circle():
     found = cycles(import_graph())
     assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
