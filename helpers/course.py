@@ -115,7 +115,7 @@ def describe_path(path) -> str:
     for anchor, form in anchors:
         try:
             relative = path.resolve().relative_to(anchor.resolve())
-        except (ValueError, OSError):
+        except (ValueError, OSError, RuntimeError):   # RuntimeError: a symlink loop (Python < 3.13)
             continue
         return form.format(relative.as_posix() + ("/" if path.is_dir() else ""))
     return f"{path.name} (in the temporary folder)" if str(path).startswith(tempfile.gettempdir()) else path.name

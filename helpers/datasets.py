@@ -1,8 +1,8 @@
 """Real graphs from SNAP: a registry, a checked download into the cache, and an announced offline stand-in.
 
-A download streams into a staging folder with a progress bar, an overall deadline and a stall detector (a
-minimum throughput over a sliding window), and is retried where retrying can help. It is parsed and moved
-into the cache only once its gzip stream, its hash (where one is pinned), its vertex and edge counts and its
+Downloads go through pooch's HTTP downloader (requests underneath: a per-read timeout, redirects within
+http(s)), with an overall deadline, a size limit and retries of what retrying can cure. A file is moved into
+the cache only once its gzip stream, its hash (where one is pinned), its vertex and edge counts and its
 structure (the connected-component sizes SNAP publishes) are right. The parsed graph is cached as .npz,
 written atomically, and used again only after its arrays pass the CSR checks and a content hash.
 """
@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import numbers
 import os
 import shutil
 import socket
@@ -20,17 +18,17 @@ import tempfile
 import threading
 import time
 import warnings
-import zipfile
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urljoin, urlsplit
 
 import numpy as np
+import pooch
 
 from .course import describe_path, DATA_DIR_VARIABLE, data_dir
+from .edgelist import graph_from_pairs, open_regular, read_edge_pairs, read_header
 from .graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_csr, check_flag,
-                    check_integer, graph_from_pairs, offsets_dtype, read_edge_pairs, read_header)
+                    check_host_memory, check_integer, offsets_dtype)
 
 BASE_URL_VARIABLE = "PAGERANK_DATA_URL"
 STATISTICS_VARIABLE = "PAGERANK_DATA_STATISTICS"
@@ -38,14 +36,14 @@ DEFAULT_BASE_URL = "https://snap.stanford.edu/data/"
 CACHE_FORMAT = 2
 USER_CACHE = ("~", ".cache", "pagerank-on-the-gpu")   # where the cache goes when the data directory is read-only
 
-MIN_RATE = 10_000          # bytes/s: a transfer slower than this over a whole window counts as stalled
-STALL_WINDOW = 30.0        # seconds: the sliding window of the stall detector
-DEADLINE_SLACK = 120.0     # seconds: the default deadline is this plus the size over MIN_RATE
+MIN_RATE = 10_000          # bytes/s: the default deadline allows the file's size at this rate ...
+DEADLINE_SLACK = 120.0     # ... plus this many seconds
 BYTES_PER_EDGE_GUESS = 16  # for the default deadline when the server sends no size (SNAP's gzip: ~4 per edge)
 MAX_BYTES_PER_EDGE = 64    # a SNAP edge line is at most ~40 bytes: a body larger than this per edge is not it
 RETRY_PAUSE = 1.0          # seconds before the second attempt, doubled for each further one (at most 8x)
 MAX_REDIRECTS = 10
 CHUNK = 1 << 16
+HEADERS = {"Accept-Encoding": "identity", "Connection": "close", "User-Agent": "pagerank-on-the-gpu"}
 
 STATISTICS = {             # what SNAP's dataset pages publish, in SNAP's words
     "edges": "edges",
@@ -54,11 +52,12 @@ STATISTICS = {             # what SNAP's dataset pages publish, in SNAP's words
     "scc_nodes": "nodes in the largest SCC",
     "scc_edges": "edges in the largest SCC",
 }
+DISPLAY_NAME = "name"      # in a $PAGERANK_DATA_STATISTICS entry: what the served file is, for the Graph's name
 ARRAYS = ("out_offsets", "out_targets", "in_offsets", "in_sources", "out_degree", "original_ids")
 
 
 class DownloadError(RuntimeError):
-    """The file could not be fetched (network, host, HTTP status, deadline, stall); nothing was cached."""
+    """The file could not be fetched (network, host, HTTP status, deadline, timeout); nothing was cached."""
 
 
 class IntegrityError(RuntimeError):
@@ -162,7 +161,7 @@ def dataset(name_or_dataset) -> Dataset:
 
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
@@ -260,72 +259,66 @@ def cache_dir(name_or_dataset) -> Path:
 # --- downloading ----------------------------------------------------------------------------------
 
 class _Retry(Exception):
-    """A failure another attempt may cure (connection, reset, timeout, stall, HTTP 5xx); says what happened."""
-
-
-@dataclass(frozen=True)
-class _Limits:
-    attempts: int
-    timeout: float            # seconds to connect, and at most for one read
-    deadline: float | None    # seconds for the whole download, retries included; None: from the size
-    min_rate: float           # bytes/s over every window of ``window`` seconds
-    window: float
-    max_bytes: int            # more than this is not the dataset
-    guess: int                # size to assume for the default deadline when the server sends none
+    """A failure another attempt may cure (connection, reset, timeout, HTTP 5xx); says what happened."""
 
 
 class _Transfer:
-    """What the thread reading the body and the caller's thread watching it share."""
+    """One attempt, shared by the thread that runs pooch's downloader and the caller that watches it: the
+    response hook (every answer, redirects included) and the file-like target the body is written to."""
 
-    def __init__(self):
-        self.received = 0
-        self.total = None                  # Content-Length, where the server sends one
-        self.answered = threading.Event()  # the status line and headers are in
-        self.answered_at = None            # time.time() then, for the progress bar's rate
-        self.done = threading.Event()
-        self.error = None
+    def __init__(self, file, limit: int):
+        self.file, self.limit = file, limit
+        self.received, self.total, self.hops = 0, None, 0
+        self.response, self.error, self.answered, self.cancelled = None, None, False, False
         self.notes = []                    # warnings for the caller to print (a redirect to plain http)
-        self.sockets = []                  # open connections: shut down to stop a read that hangs
-        self.cancelled = False
+
+    def hook(self, response, *args, **kwargs):
+        if response.is_redirect:
+            self.hops += 1
+            target = urljoin(response.url, response.headers["Location"])
+            scheme = urlsplit(target).scheme.lower()
+            if scheme not in ("http", "https"):
+                raise DownloadError(f"the server redirected to {target[:200]!r}, which is not an http(s):// address")
+            if self.hops > MAX_REDIRECTS:
+                raise DownloadError(f"more than {MAX_REDIRECTS} redirects")
+            if scheme == "http" and urlsplit(response.url).scheme.lower() == "https":
+                self.notes.append(f"redirected from https:// to plain http:// ({target[:200]}): the transfer is "
+                                  f"not authenticated")
+            return response
+        self.response = response
+        length = response.headers.get("Content-Length", "").strip()
+        self.total = int(length) if length.isdigit() else None
+        if response.status_code == 200 and self.total is not None and self.total > self.limit:
+            raise IntegrityError(f"the server announces {self.total:,} bytes, more than an edge list of this size "
+                                 f"can take ({self.limit:,}); it is not the dataset")
+        self.answered = response.status_code == 200
+        return response
+
+    def write(self, data: bytes) -> None:
+        if self.cancelled:
+            raise DownloadError("cancelled")
+        self.received += len(data)
+        if self.received > self.limit:
+            raise IntegrityError(f"the server sent more than {self.limit:,} bytes, more than an edge list of this "
+                                 f"size can take; it is not the dataset")
+        try:
+            self.file.write(data)
+        except OSError as error:
+            raise DownloadError(f"could not write the download: {error.strerror or error}") from None
+
+    def flush(self) -> None:
+        pass
 
     def cancel(self) -> None:
+        """Stop the other thread: no more writes, and a read that waits on the socket wakes up."""
         self.cancelled = True
-        for sock in list(self.sockets):
+        connection = getattr(getattr(self.response, "raw", None), "connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
             try:
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)   # wakes a blocked read in the other thread
-            except (OSError, ValueError):
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
                 pass
-
-
-def _session(transfer: _Transfer):
-    """A requests session that records each connection it opens, so that a hung read can be stopped."""
-    import requests
-    from urllib3.connection import HTTPConnection, HTTPSConnection
-    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-    class Recorded:
-        def connect(self):
-            super().connect()
-            transfer.sockets.append(self.sock)
-
-    class Connection(Recorded, HTTPConnection):
-        pass
-
-    class TLSConnection(Recorded, HTTPSConnection):
-        pass
-
-    class Pool(HTTPConnectionPool):
-        ConnectionCls = Connection
-
-    class TLSPool(HTTPSConnectionPool):
-        ConnectionCls = TLSConnection
-
-    session = requests.Session()
-    adapter = requests.adapters.HTTPAdapter(max_retries=0)
-    adapter.poolmanager.pool_classes_by_scheme = {"http": Pool, "https": TLSPool}
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
 
 
 def _causes(error: BaseException) -> list[BaseException]:
@@ -367,34 +360,40 @@ def _connection_problem(causes) -> str:
         return "the connection was refused (nothing listens at that address)"
     if any(isinstance(c, ConnectionResetError) for c in causes):
         return "the connection was reset"
-    if any(type(c).__name__ == "RemoteDisconnected" for c in causes):
-        return "the server closed the connection without answering"
+    if any(type(c).__name__ in ("RemoteDisconnected", "IncompleteRead") for c in causes):
+        return "the server closed the connection"
     system = next((c for c in causes if isinstance(c, OSError) and c.strerror), None)
     return system.strerror if system is not None else type(causes[-1]).__name__
 
 
-def _classify(error: BaseException, transfer: _Transfer, limits: _Limits) -> BaseException:
-    """Turn whatever the HTTP stack raised into _Retry (worth another attempt) or DownloadError."""
+def _classify(error: BaseException, transfer: _Transfer, timeout: float) -> BaseException:
+    """Turn whatever requests raised into _Retry (worth another attempt) or the project's own errors."""
     import http.client
 
     import requests
 
-    timeout = min(limits.timeout, limits.window)
-    causes = _causes(error)
     if isinstance(error, (_Retry, DownloadError, IntegrityError)):
         return error
-    if any(isinstance(c, ssl.SSLError) for c in causes) and not transfer.answered.is_set():
+    causes = _causes(error)
+    if any(isinstance(c, ssl.SSLError) for c in causes) and not transfer.answered:
         if any(isinstance(c, ssl.SSLEOFError) for c in causes):
             return _Retry("the server closed the connection during the TLS handshake")
         return DownloadError(_tls_problem(causes))
-    got = f"{transfer.received:,}" + (f" of {transfer.total:,}" if transfer.total is not None else "")
+    status = getattr(getattr(error, "response", None), "status_code", None)
+    if isinstance(error, requests.HTTPError) and status is not None:
+        reason = "".join(c for c in str(error.response.reason or "")[:60] if c.isprintable())
+        answer = f"the server answered HTTP {status}" + (f" ({reason})" if reason else "")
+        return _Retry(answer) if status >= 500 or status in (408, 429) else DownloadError(answer)
+    short = next((c for c in causes if type(c).__name__ == "IncompleteRead" and isinstance(c.partial, int)), None)
+    received = max(transfer.received, short.partial if short else 0)     # urllib3 counts what it dropped too
+    got = f"{received:,}" + (f" of {transfer.total:,}" if transfer.total is not None else "")
     if isinstance(error, requests.exceptions.ConnectTimeout):
-        return _Retry(f"could not connect: no answer within {limits.timeout:g} s")
+        return _Retry(f"could not connect: no answer within {timeout:g} s")
     if any(isinstance(c, (requests.exceptions.ReadTimeout, socket.timeout, TimeoutError)) or
            type(c).__name__ == "ReadTimeoutError" for c in causes):
-        return _Retry(f"the server sent nothing for {timeout:g} s" +
-                      (f" after {got} bytes" if transfer.answered.is_set() else " (no answer to the request)"))
-    if transfer.answered.is_set():
+        return _Retry(f"the server sent nothing for {timeout:g} s " + (f"in the middle of the body ({got} bytes "
+                      f"written)" if transfer.answered else "(no answer to the request)"))
+    if transfer.answered:
         return _Retry(f"the connection was lost after {got} bytes ({_connection_problem(causes)})")
     odd = next((c for c in causes if isinstance(c, http.client.HTTPException) and not isinstance(c, ConnectionError)
                 and type(c).__name__ != "IncompleteRead"), None)
@@ -411,135 +410,63 @@ def _classify(error: BaseException, transfer: _Transfer, limits: _Limits) -> Bas
     return DownloadError(f"unexpected {type(error).__name__}: {str(error)[:200]}")
 
 
-def _receive(url: str, part: Path, limits: _Limits, transfer: _Transfer) -> None:
-    """Worker thread: request ``url`` (following redirects by hand, http(s) only) and stream the body
-    into ``part``; whatever goes wrong ends in ``transfer.error``."""
-    read_timeout = min(limits.timeout, limits.window)
-    try:
-        with _session(transfer) as session:
-            current = url
-            for _ in range(MAX_REDIRECTS + 1):
-                response = session.get(current, stream=True, allow_redirects=False, timeout=(limits.timeout, read_timeout),
-                                       headers={"Accept-Encoding": "identity", "Connection": "close",
-                                                "User-Agent": "pagerank-on-the-gpu"})
-                if not (response.is_redirect and response.headers.get("Location")):
-                    break
-                target = urljoin(current, response.headers["Location"])
-                response.close()
-                session.close()               # a fresh connection for the next hop: the server may close this one
-                scheme = urlsplit(target).scheme.lower()
-                if scheme not in ("http", "https"):
-                    raise DownloadError(f"the server redirected to {target[:200]!r}, which is not an http(s):// address")
-                if scheme == "http" and urlsplit(current).scheme.lower() == "https":
-                    transfer.notes.append(f"redirected from https:// to plain http:// ({target[:200]}): "
-                                          f"the transfer is not authenticated")
-                current = target
-            else:
-                raise DownloadError(f"more than {MAX_REDIRECTS} redirects")
-            with response:
-                status = response.status_code
-                reason = "".join(c for c in str(response.reason or "")[:60] if c.isprintable())
-                answer = f"the server answered HTTP {status}" + (f" ({reason})" if reason else "")
-                if status >= 500 or status in (408, 429):
-                    raise _Retry(answer)
-                if status != 200:
-                    raise DownloadError(answer)
-                length = response.headers.get("Content-Length", "").strip()
-                transfer.total = int(length) if length.isdigit() else None
-                if transfer.total is not None and transfer.total > limits.max_bytes:
-                    raise IntegrityError(f"the server announces {transfer.total:,} bytes, more than an edge list of "
-                                         f"this size can take ({limits.max_bytes:,}); it is not the dataset")
-                transfer.answered_at = time.time()
-                transfer.answered.set()
-                read = getattr(response.raw, "read1", None) or response.raw.read   # read1: whatever has arrived
-                try:
-                    out = open(part, "wb")
-                except OSError as error:
-                    raise DownloadError(f"could not write the download to {part.parent}: "
-                                        f"{error.strerror or error}") from None
-                with out:
-                    while not transfer.cancelled:
-                        chunk = read(CHUNK, decode_content=False)
-                        if not chunk:
-                            break
-                        try:
-                            out.write(chunk)
-                        except OSError as error:
-                            raise DownloadError(f"could not write the download to {part.parent}: "
-                                                f"{error.strerror or error}") from None
-                        transfer.received += len(chunk)
-                        if transfer.received > limits.max_bytes:
-                            raise IntegrityError(f"the server sent more than {limits.max_bytes:,} bytes, more than "
-                                                 f"an edge list of this size can take; it is not the dataset")
-            if not transfer.cancelled and transfer.total is not None and transfer.received < transfer.total:
-                raise _Retry(f"the connection closed after {transfer.received:,} of {transfer.total:,} bytes")
-    except BaseException as error:      # noqa: BLE001: the caller's thread reports it
-        transfer.error = _classify(error, transfer, limits)
-    finally:
-        transfer.done.set()
-
-
-def _attempt(url: str, part: Path, limits: _Limits, clock: dict, *, label: str, progress: bool) -> None:
-    """One attempt, watched from this thread: the deadline, the stall detector and the progress bar."""
+def _attempt(url: str, part: Path, limits: dict, clock: dict, *, label: str, progress: bool) -> None:
+    """One attempt: pooch's downloader in a worker thread, watched from this one for the deadline (which a
+    server sending a byte a second never reaches through the per-read timeout) and drawing the progress bar."""
     from .progress import bar
 
-    transfer = _Transfer()
-    worker = threading.Thread(target=_receive, args=(url, part, limits, transfer), daemon=True,
-                              name=f"download of {label}")
-    shown = None
-
-    def show():                               # once the server has answered: notes, deadline, progress bar
-        nonlocal shown
-        if shown is None and transfer.answered.is_set():
-            for note in transfer.notes:
-                print(f"WARNING: {label}: {note}")
-            if clock["end"] is None:          # the default deadline, from the announced size where there is one
-                size = transfer.total if transfer.total is not None else limits.guess
-                clock["end"] = clock["start"] + DEADLINE_SLACK + size / limits.min_rate
-            shown = bar(transfer.total, label, unit="B", unit_scale=True, unit_divisor=1024, enabled=progress)
-            if progress:                      # the rate from the first byte on, not from the first look
-                shown.start_t = min(shown.start_t, transfer.answered_at)
-        if shown is not None:
-            shown.update(transfer.received - shown.n)
-
-    start = time.monotonic()
-    samples = deque([(start, 0)])
-    worker.start()
     try:
-        while not transfer.done.wait(0.1):
-            now = time.monotonic()
-            show()
-            if clock["end"] is not None and now > clock["end"]:
-                transfer.cancel()
-                got = f"{transfer.received:,}" + (f" of {transfer.total:,}" if transfer.total is not None else "")
-                raise DownloadError(f"{url}: the download did not finish within its deadline of "
-                                    f"{clock['end'] - clock['start']:.0f} s ({got} bytes arrived); "
-                                    f"pass deadline= for more time")
-            samples.append((now, transfer.received))
-            while len(samples) > 2 and samples[1][0] <= now - limits.window:
-                samples.popleft()
-            elapsed = now - samples[0][0]
-            if elapsed >= limits.window and transfer.received - samples[0][1] < limits.min_rate * elapsed:
-                transfer.cancel()
-                raise _Retry(f"the transfer stalled: {transfer.received - samples[0][1]:,} bytes in the last "
-                             f"{elapsed:.0f} s, below the minimum of {limits.min_rate:,.0f} bytes/s")
-        show()
+        out = open(part, "wb")
+    except OSError as error:
+        raise DownloadError(f"could not write the download to {part.parent}: {error.strerror or error}") from None
+    transfer = _Transfer(out, limits["max_bytes"])
+    downloader = pooch.HTTPDownloader(progressbar=False, chunk_size=CHUNK, timeout=limits["timeout"],
+                                      headers=HEADERS, hooks={"response": transfer.hook})
+
+    def work():
+        try:
+            downloader(url, transfer, None)
+        except BaseException as error:      # noqa: BLE001: reported by the caller's thread
+            transfer.error = error
+
+    worker = threading.Thread(target=work, daemon=True, name=f"download of {label}")
+    shown = None
+    try:
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+            if shown is None and transfer.answered:        # the server answered: notes, size, progress bar
+                for note in transfer.notes:
+                    print(f"WARNING: {label}: {note}")
+                clock["size"] = transfer.total or clock["size"]
+                shown = bar(transfer.total, label, unit="B", unit_scale=True, unit_divisor=1024, enabled=progress)
+            if shown is not None:
+                shown.update(transfer.received - shown.n)
+            end = _deadline(clock)
+            if time.monotonic() > end and worker.is_alive():
+                got = f"{transfer.received:,}" + (f" of {transfer.total:,}" if transfer.total else "")
+                raise DownloadError(f"the download did not finish within its deadline of {end - clock['start']:.0f} s "
+                                    f"({got} bytes arrived); pass deadline= for more time")
         if transfer.error is not None:
-            raise transfer.error
+            raise _classify(transfer.error, transfer, limits["timeout"])
     finally:
-        if not transfer.done.is_set():
-            transfer.cancel()
+        transfer.cancel()                                   # before the file closes: no late write reaches it
+        out.close()
         if shown is not None:
             shown.close()
 
 
-def _fetch(ds: Dataset, url: str, dest: Path, limits: _Limits, *, progress: bool, verbose: bool) -> None:
+def _deadline(clock: dict) -> float:
+    """When the download must have finished: the given deadline, else 120 s plus its size at MIN_RATE."""
+    return clock["start"] + (clock["deadline"] or DEADLINE_SLACK + clock["size"] / MIN_RATE)
+
+
+def _fetch(ds: Dataset, url: str, dest: Path, limits: dict, *, progress: bool, verbose: bool) -> None:
     """Download ``url`` into ``dest``, retrying what retrying can cure, within one overall deadline."""
-    clock = {"start": time.monotonic(), "end": None}
-    if limits.deadline is not None:
-        clock["end"] = clock["start"] + limits.deadline
+    clock = {"start": time.monotonic(), "deadline": limits["deadline"],
+             "size": BYTES_PER_EDGE_GUESS * ds.listed_edges}
     last = None
-    for attempt in range(1, limits.attempts + 1):
+    for attempt in range(1, limits["retries"] + 1):
         part = dest.with_name(f"{dest.name}.part{attempt}")   # a late write of an abandoned attempt cannot
         try:                                                  # reach the next attempt's file
             _attempt(url, part, limits, clock, label=ds.filename, progress=progress)
@@ -550,13 +477,12 @@ def _fetch(ds: Dataset, url: str, dest: Path, limits: _Limits, *, progress: bool
         except IntegrityError as error:
             raise IntegrityError(f"{ds.name}: {url}: {error}") from None
         except DownloadError as error:
-            message = str(error)
-            raise DownloadError(message if message.startswith(url) else f"{url}: {message}") from None
+            raise DownloadError(f"{url}: {error}") from None
         pause = RETRY_PAUSE * min(2.0 ** (attempt - 1), 8.0)
-        if attempt == limits.attempts or (clock["end"] is not None and time.monotonic() + pause > clock["end"]):
+        if attempt == limits["retries"] or time.monotonic() + pause > _deadline(clock):
             break
         if verbose:
-            print(f"{ds.name}: attempt {attempt} of {limits.attempts} failed ({last}); trying again in {pause:g} s")
+            print(f"{ds.name}: attempt {attempt} of {limits['retries']} failed ({last}); trying again in {pause:g} s")
         time.sleep(pause)
     tries = f" ({attempt} attempts)" if attempt > 1 else ""
     raise DownloadError(f"{url}: {last}{tries}")
@@ -595,39 +521,45 @@ def statistics_of(graph: Graph, *, undirected: bool = False) -> dict[str, int]:
     return found
 
 
-def _statistics_file(path: str) -> dict[str, dict[str, int]]:
+def _statistics_file(path: str) -> dict[str, dict]:
     usage = (f"it must name a JSON file {{dataset name: {{statistic: number}}}} with statistics among "
-             f"{', '.join(STATISTICS)}")
+             f"{', '.join(STATISTICS)} (and optionally {DISPLAY_NAME!r}: what the served file is)")
     try:
-        with open(Path(path).expanduser(), "rb") as f:
+        with open_regular(Path(path).expanduser()) as f:
             table = json.loads(f.read(1 << 20))
     except (OSError, ValueError) as error:
         raise SettingError(f"${STATISTICS_VARIABLE}={path!r} cannot be used ({error}); {usage}") from None
     if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
         raise SettingError(f"${STATISTICS_VARIABLE}={path!r} cannot be used: {usage}")
     for name, entry in table.items():
-        unknown = sorted(set(entry) - set(STATISTICS))
-        bad = [k for k, v in entry.items() if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0)]
-        if unknown or bad:
-            raise SettingError(f"${STATISTICS_VARIABLE}={path!r}: entry {name!r} has "
-                               + (f"unknown statistics {unknown}" if unknown else f"non-integer values for {bad}")
-                               + f"; {usage}")
+        unknown = sorted(set(entry) - set(STATISTICS) - {DISPLAY_NAME})
+        bad = [k for k, v in entry.items() if k != DISPLAY_NAME and v is not None
+               and (isinstance(v, bool) or not isinstance(v, int) or v < 0)]
+        shown = entry.get(DISPLAY_NAME, "-")
+        named = isinstance(shown, str) and shown.strip() and shown.isprintable() and len(shown) <= 200
+        if unknown or bad or not named:
+            problem = (f"unknown statistics {unknown}" if unknown else f"non-integer values for {bad}" if bad
+                       else f"a {DISPLAY_NAME!r} that is not one line of at most 200 printable characters")
+            raise SettingError(f"${STATISTICS_VARIABLE}={path!r}: entry {name!r} has {problem}; {usage}")
     return table
 
 
-def expected_statistics(name_or_dataset) -> tuple[dict[str, int], str]:
-    """The statistics a download must match and who says so: SNAP's published ones from the registry, or,
-    where $PAGERANK_DATA_STATISTICS names a JSON file with an entry for the dataset, that entry instead (for
-    tests that serve generated files; announced on every use, since it replaces SNAP's numbers)."""
+def expected_statistics(name_or_dataset) -> tuple[dict[str, int], str, str | None]:
+    """The statistics a download must match, who says so, and the name to give the graph where it is not the
+    dataset itself: SNAP's published statistics from the registry (and no name), or, where
+    $PAGERANK_DATA_STATISTICS names a JSON file with an entry for the dataset, that entry instead (for tests
+    that serve generated files: its "name" says what the file is; announced, since it replaces SNAP's numbers)."""
     ds = dataset(name_or_dataset)
     path = os.environ.get(STATISTICS_VARIABLE)
     if path:
         table = _statistics_file(path)
         if ds.name in table:
-            print(f"NOTE: {ds.name}: integrity statistics taken from {describe_path(path)} (${STATISTICS_VARIABLE}) instead of "
-                  f"SNAP's published ones")
-            return {k: v for k, v in table[ds.name].items() if v is not None}, path
-    return (ds.fingerprint.pinned() if ds.fingerprint else {}), "SNAP"
+            print(f"NOTE: {ds.name}: integrity statistics taken from {describe_path(path)} (${STATISTICS_VARIABLE}) "
+                  f"instead of SNAP's published ones")
+            entry = table[ds.name]
+            return ({k: v for k, v in entry.items() if k != DISPLAY_NAME and v is not None}, path,
+                    entry.get(DISPLAY_NAME))
+    return (ds.fingerprint.pinned() if ds.fingerprint else {}), "SNAP", None
 
 
 def _check(ds: Dataset, path: Path) -> tuple[Graph, dict]:
@@ -636,11 +568,12 @@ def _check(ds: Dataset, path: Path) -> tuple[Graph, dict]:
     if ds.sha256 and seen != ds.sha256:
         raise IntegrityError(f"{ds.name}: sha256 {seen} does not match the pinned {ds.sha256}; "
                              "the file was altered or is another version")
+    expected, source, shown = expected_statistics(ds)
     start = time.perf_counter()
     try:
         header = read_header(path)
         pairs = read_edge_pairs(path, max_lines=ds.listed_edges)     # a file that expands without end stops here
-        graph = graph_from_pairs(pairs, undirected=not ds.directed, name=ds.name)
+        graph = graph_from_pairs(pairs, undirected=not ds.directed, name=shown or ds.name)
     except GraphFormatError as error:
         raise IntegrityError(f"{ds.name}: the download cannot be parsed: {error}") from None
     parse_s = time.perf_counter() - start
@@ -655,7 +588,6 @@ def _check(ds: Dataset, path: Path) -> tuple[Graph, dict]:
         warnings.warn(f"{ds.name}: the file's header says {'un' if header.undirected else ''}directed, the "
                       f"registry lists it as {'' if ds.directed else 'un'}directed; read as the registry says",
                       GraphFormatWarning, stacklevel=3)
-    expected, source = expected_statistics(ds)
     who = "SNAP publishes" if source == "SNAP" else f"{source} says"
     start = time.perf_counter()
     found = statistics_of(graph, undirected=not ds.directed)
@@ -664,9 +596,9 @@ def _check(ds: Dataset, path: Path) -> tuple[Graph, dict]:
         raise IntegrityError(f"{ds.name}: the structure differs: " + "; ".join(wrong) +
                              "; the file was altered or is another version")
     info = {"sha256": seen, "sha256_pinned": ds.sha256 is not None, "vertices": graph.num_vertices,
-            "listed_edges": listed, "edges": graph.num_edges, "parse_seconds": round(parse_s, 3),
-            "statistics": found, "statistics_checked": sorted(expected), "statistics_source": source,
-            "check_seconds": round(time.perf_counter() - start, 3)}
+            "listed_edges": listed, "edges": graph.num_edges, "graph_name": graph.name,
+            "parse_seconds": round(parse_s, 3), "statistics": found, "statistics_checked": sorted(expected),
+            "statistics_source": source, "check_seconds": round(time.perf_counter() - start, 3)}
     return graph, info
 
 
@@ -704,8 +636,8 @@ def _write_atomically(path: Path, write) -> None:
         raise
 
 
-def _save(graph: Graph, folder: Path, info: dict) -> None:
-    arrays = {k: getattr(graph, k) for k in ARRAYS}
+def _save(graph: Graph, folder: Path, info: dict, keys=ARRAYS) -> None:
+    arrays = {k: getattr(graph, k) for k in keys}
     info = {"format": CACHE_FORMAT, **info, "arrays_sha256": _arrays_sha256(arrays)}
     _write_atomically(folder / "graph.npz", lambda f: np.savez(f, **arrays))    # the arrays first: an info.json
     _write_atomically(folder / "info.json", lambda f: f.write(json.dumps(info, indent=1).encode()))  # never
@@ -714,54 +646,45 @@ def _save(graph: Graph, folder: Path, info: dict) -> None:
 
 def _read_info(folder: Path) -> dict | None:
     """info.json as a dict, or None where it is missing; _Unusable where it is there but not a usable record."""
-    path = folder / "info.json"
-    if not path.is_file():
-        return None
     try:
-        with open(path, "rb") as f:
+        with open_regular(folder / "info.json") as f:
             info = json.loads(f.read(1 << 20))
-    except (OSError, ValueError) as error:
-        raise _Unusable(f"info.json unreadable ({type(error).__name__})") from None
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:
+        raise _Unusable(f"info.json: {error.strerror or error}") from None
+    except ValueError as error:
+        raise _Unusable(f"info.json unreadable ({type(error).__name__}: {str(error)[:100]})") from None
     if not isinstance(info, dict):
         raise _Unusable(f"info.json holds a {type(info).__name__}, not a record")
     return info
 
 
-def _read_arrays(path: Path, wanted: dict[str, tuple[np.dtype, int]]) -> dict[str, np.ndarray]:
-    """The arrays of graph.npz (as np.savez writes it: uncompressed members), each read straight from the file
-    only after its .npy header says the dtype and length expected, so that a damaged or hostile file can make
-    us allocate or parse nothing else; pickles are never loaded."""
-    with zipfile.ZipFile(path) as archive:
-        members = {info.filename: info for info in archive.infolist()}
-    if sorted(members) != sorted(f"{key}.npy" for key in wanted):
-        raise _Unusable(f"graph.npz holds {', '.join(sorted(members)) or 'nothing'}, not the arrays expected")
-    arrays = {}
-    with open(path, "rb") as f:
+def _read_arrays(path: Path, n: int, m: int, keys=ARRAYS) -> dict[str, np.ndarray]:
+    """The arrays of graph.npz, for n vertices and m edges, read with np.load(allow_pickle=False) from a
+    regular file only, each after its .npy header said the dtype and length expected and the host's memory
+    was checked: a damaged or hostile file makes us allocate nothing else, and never blocks."""
+    wanted = {"out_offsets": (offsets_dtype(m), n + 1), "out_targets": (np.int32, m),
+              "in_offsets": (offsets_dtype(m), n + 1), "in_sources": (np.int32, m), "out_degree": (np.int32, n),
+              "original_ids": (np.int64, n)}
+    wanted = {key: (np.dtype(wanted[key][0]), wanted[key][1]) for key in keys}
+    check_host_memory(sum(d.itemsize * size for d, size in wanted.values()), f"reading {path.name}",
+                      f"{n:,} vertices and {m:,} edges", "delete the cache folder")
+    with open_regular(path) as f, np.load(f, allow_pickle=False) as archive:
+        if not hasattr(archive, "files") or sorted(archive.files) != sorted(wanted):
+            raise _Unusable(f"graph.npz holds {', '.join(sorted(getattr(archive, 'files', []))) or 'no arrays'}, "
+                            f"not the arrays expected")
         for key, (dtype, size) in wanted.items():
-            member = members[f"{key}.npy"]
-            if member.compress_type != zipfile.ZIP_STORED or member.flag_bits & 0x1:
-                raise _Unusable(f"{key} is compressed or encrypted")
-            f.seek(member.header_offset)
-            local = f.read(30)                                  # the zip local header: fixed part, then
-            if len(local) != 30 or local[:4] != b"PK\x03\x04":   # name and extra field of these lengths
-                raise _Unusable(f"{key}: damaged zip entry")
-            start = member.header_offset + 30 + int.from_bytes(local[26:28], "little") + \
-                int.from_bytes(local[28:30], "little")
-            f.seek(start)
-            version = np.lib.format.read_magic(f)
-            reader = {(1, 0): np.lib.format.read_array_header_1_0,
-                      (2, 0): np.lib.format.read_array_header_2_0}.get(version)
-            if reader is None:
-                raise _Unusable(f"{key}: unknown .npy version {version}")
-            shape, _, found = reader(f)
+            with archive.zip.open(f"{key}.npy") as member:
+                version = np.lib.format.read_magic(member)
+                reader = {(1, 0): np.lib.format.read_array_header_1_0,
+                          (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+                if reader is None:
+                    raise _Unusable(f"{key}: unknown .npy version {version}")
+                shape, _, found = reader(member)
             if found != dtype or shape != (size,):
-                raise _Unusable(f"{key} is {found} of shape {shape}, expected {np.dtype(dtype)} of ({size},)")
-            if f.tell() - start + size * dtype.itemsize > member.file_size:
-                raise _Unusable(f"{key} is truncated")
-            arrays[key] = np.fromfile(f, dtype=dtype, count=size)
-            if arrays[key].size != size:
-                raise _Unusable(f"{key} is truncated")
-    return arrays
+                raise _Unusable(f"{key} is {found} of shape {shape}, expected {dtype} of ({size},)")
+        return {key: archive[key] for key in wanted}
 
 
 def _read_cache(ds: Dataset, folder: Path) -> Graph | None:
@@ -776,26 +699,30 @@ def _read_cache(ds: Dataset, folder: Path) -> Graph | None:
         if (info.get("name"), info.get("vertices"), info.get("listed_edges"), info.get("directed")) != (
                 ds.name, ds.vertices, ds.listed_edges, ds.directed):
             raise _Unusable("it describes another dataset or version")
-        m, digest = info.get("edges"), info.get("arrays_sha256")
-        if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m <= ds.vertices ** 2 or not isinstance(digest, str):
-            raise _Unusable("info.json lacks the edge count or the content hash")
-        n = ds.vertices
-        wanted = {"out_offsets": (np.dtype(offsets_dtype(m)), n + 1), "out_targets": (np.dtype(np.int32), m),
-                  "in_offsets": (np.dtype(offsets_dtype(m)), n + 1), "in_sources": (np.dtype(np.int32), m),
-                  "out_degree": (np.dtype(np.int32), n), "original_ids": (np.dtype(np.int64), n)}
-        arrays = _read_arrays(folder / "graph.npz", wanted)
-        check_csr(n, **arrays, thorough=False)      # row order and transposition: the content hash says
-        if n > 1 and not (np.diff(arrays["original_ids"]) > 0).all():
-            raise _Unusable("original_ids are not increasing")
-        if _arrays_sha256(arrays) != digest:
-            raise _Unusable("the arrays do not match their recorded content hash")
+        return _graph_from_cache(folder, info, ds.vertices, ds.name, ARRAYS)
     except _Unusable:
         raise
     except GraphFormatError as error:
         raise _Unusable(str(error)) from None
+    except OSError as error:         # a FIFO or a folder where graph.npz should be, unreadable, ...
+        raise _Unusable(f"{Path(error.filename or 'graph.npz').name}: {error.strerror or error}") from None
     except Exception as error:       # noqa: BLE001: any damage (BadZipFile, EOFError, ...) means: parse again
         raise _Unusable(f"{type(error).__name__}: {str(error)[:100]}") from None
-    return Graph(n, name=ds.name, **arrays)
+
+
+def _graph_from_cache(folder: Path, info: dict, n: int, name: str, keys) -> Graph:
+    m, digest, shown = info.get("edges"), info.get("arrays_sha256"), info.get("graph_name", name)
+    if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m <= n ** 2 or not isinstance(digest, str):
+        raise _Unusable("info.json lacks the edge count or the content hash")
+    if not (isinstance(shown, str) and shown.isprintable() and 0 < len(shown) <= 200):
+        raise _Unusable("info.json's graph name cannot be used")
+    arrays = _read_arrays(folder / "graph.npz", n, m, keys)
+    check_csr(n, **arrays, thorough=False)      # row order and transposition: the content hash says
+    if "original_ids" in arrays and n > 1 and not (np.diff(arrays["original_ids"]) > 0).all():
+        raise _Unusable("original_ids are not increasing")
+    if _arrays_sha256(arrays) != digest:
+        raise _Unusable("the arrays do not match their recorded content hash")
+    return Graph(n, name=shown, **arrays)
 
 
 def _load_cached(ds: Dataset, verbose: bool) -> tuple[Graph, Path] | None:
@@ -829,68 +756,76 @@ def _remove_stale_staging(folder: Path) -> None:
             pass
 
 
-def _seconds(value, name: str, *, allow_none: bool = False, allow_zero: bool = False) -> float | None:
+def _seconds(value, name: str, *, allow_none: bool = False) -> float | None:
     if value is None and allow_none:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ArgumentError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and (value > 0 or (allow_zero and value == 0))):
-        raise ArgumentError(f"{name} must be {'non-negative' if allow_zero else 'positive'} and finite, got {value}")
-    return value
+    if not (np.isfinite(value) and value > 0):
+        raise ArgumentError(f"{name} must be positive and finite, got {value}")
+    return float(value)
+
+
+def _kept_file(ds: Dataset, folder: Path) -> Path:
+    """The downloaded file kept earlier, maybe in a folder now read-only; else where the download goes."""
+    for root in _candidate_roots():
+        candidate = root / ds.name / ds.filename
+        if candidate.is_file():
+            return candidate
+    return folder / ds.filename
+
+
+def _download(ds: Dataset, folder: Path, raw: Path, limits: dict, progress: bool, verbose: bool):
+    """Download into a staging folder, check, and move the file into the cache only once it passed."""
+    url = _source_url(ds)
+    if urlsplit(url).scheme.lower() == "http":
+        print(f"WARNING: {ds.name}: {url} is plain http://: the transfer is not authenticated; only the checks "
+              f"of counts and structure below can catch an altered file")
+    _remove_stale_staging(folder)
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=".download-", dir=folder))
+    except OSError as error:
+        raise DownloadError(f"{ds.name}: cannot stage the download in {folder} ({error.strerror or error})") from None
+    try:
+        if verbose:
+            print(f"{ds.name}: downloading {url}")
+        fetched = staging / ds.filename
+        _fetch(ds, url, fetched, limits, progress=progress, verbose=verbose)
+        graph, info = _check(ds, fetched)
+        try:
+            os.replace(fetched, raw)
+        except OSError as error:
+            print(f"{ds.name}: could not keep the download in {describe_path(folder)} ({error.strerror or error}); "
+                  f"the graph is used, but the file is not cached")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return graph, {"url": url, **info}
 
 
 def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.0, progress: bool = True,
-         verbose: bool = True, deadline: float | None = None, min_rate: float = MIN_RATE,
-         stall_window: float = STALL_WINDOW) -> Graph:
+         verbose: bool = True, deadline: float | None = None) -> Graph:
     """The dataset as a Graph: from the cache if there, else downloaded, checked and cached.
 
-    ``retries`` attempts at most; ``timeout`` seconds to connect (and for any one read); ``deadline`` seconds
-    for the whole download (default: 120 s plus the size at ``min_rate``); a transfer slower than ``min_rate``
-    bytes/s over any ``stall_window`` seconds counts as stalled. Raises DownloadError (nothing fetched) or
-    IntegrityError (fetched but wrong); neither leaves a file in the cache.
+    ``retries`` attempts at most; ``timeout`` seconds to connect and for any one read; ``deadline`` seconds for
+    the whole download, retries included (default: 120 s plus the size at 10 kB/s). Raises DownloadError
+    (nothing fetched) or IntegrityError (fetched but wrong); neither leaves a file in the cache.
     """
     ds = dataset(name_or_dataset)
-    limits = _Limits(attempts=check_integer(retries, "retries", minimum=1), timeout=_seconds(timeout, "timeout"),
-                     deadline=_seconds(deadline, "deadline", allow_none=True),
-                     min_rate=_seconds(min_rate, "min_rate"), window=_seconds(stall_window, "stall_window"),
-                     max_bytes=(1 << 20) + MAX_BYTES_PER_EDGE * ds.listed_edges,
-                     guess=BYTES_PER_EDGE_GUESS * ds.listed_edges)
+    limits = {"retries": check_integer(retries, "retries", minimum=1), "timeout": _seconds(timeout, "timeout"),
+              "deadline": _seconds(deadline, "deadline", allow_none=True),
+              "max_bytes": (1 << 20) + MAX_BYTES_PER_EDGE * ds.listed_edges}
     progress, verbose = check_flag(progress, "progress"), check_flag(verbose, "verbose")
     cached = _load_cached(ds, verbose)
     if cached is not None:
         if verbose:
-            print(f"{ds.name}: loaded from the cache in {describe_path(cached[1])}")
+            print(f"{cached[0].name}: loaded from the cache in {describe_path(cached[1])}")
         return cached[0]
     folder, passed = _cache_folder(ds)
     if passed:
         print(f"{ds.name}: cannot write to {passed[0]}; keeping the cache in {describe_path(folder.parent)} instead")
-    raw = next((root / ds.name / ds.filename for root in _candidate_roots()    # a file kept earlier, maybe in a
-                if (root / ds.name / ds.filename).is_file()), folder / ds.filename)   # folder now read-only
-    url = ds.url
+    raw = _kept_file(ds, folder)
     if not raw.is_file():
-        url = _source_url(ds)
-        if urlsplit(url).scheme.lower() == "http":
-            print(f"WARNING: {ds.name}: {url} is plain http://: the transfer is not authenticated; only the checks "
-                  f"of counts and structure below can catch an altered file")
-        _remove_stale_staging(folder)
-        try:
-            staging = Path(tempfile.mkdtemp(prefix=".download-", dir=folder))
-        except OSError as error:
-            raise DownloadError(f"{ds.name}: cannot stage the download in {folder} ({error.strerror or error})") from None
-        try:
-            if verbose:
-                print(f"{ds.name}: downloading {url}")
-            fetched = staging / ds.filename
-            _fetch(ds, url, fetched, limits, progress=progress, verbose=verbose)
-            graph, info = _check(ds, fetched)
-            try:
-                os.replace(fetched, raw)
-            except OSError as error:
-                print(f"{ds.name}: could not keep the download in {describe_path(folder)} ({error.strerror or error}); "
-                      f"the graph is used, but the file is not cached")
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        graph, info = _download(ds, folder, raw, limits, progress, verbose)
     else:
         try:
             graph, info = _check(ds, raw)
@@ -901,23 +836,27 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
             except OSError as failure:
                 what = f"could not be removed ({failure.strerror}): delete it, and the next call downloads it again"
             raise IntegrityError(f"{error} (the cached file {raw} {what})") from None
-    info = {"name": ds.name, "url": url, "directed": ds.directed, **info}
+        info = {"url": ds.url, **info}
+    info = {"name": ds.name, "directed": ds.directed, **info}
     try:
         _save(graph, folder, info)
     except OSError as error:
         print(f"{ds.name}: could not write the parsed graph to {describe_path(folder)} ({error.strerror or error}); "
               f"it is used, but not cached")
     if verbose:
-        pinned = "matches the pinned hash" if ds.sha256 else "no hash is pinned for it; counts and structure were checked"
-        print(f"{ds.name}: {graph.num_vertices:,} vertices, {ds.listed_edges:,} listed edges, parsed in "
-              f"{info['parse_seconds']:.1f} s; sha256 {info['sha256']} ({pinned})")
-        found = info["statistics"]
-        source = info["statistics_source"]
-        checked = ("nothing pinned to check them against" if not info["statistics_checked"] else
-                   "as SNAP publishes" if source == "SNAP" else f"as {source} says")
-        print(f"{ds.name}: largest WCC {found['wcc_nodes']:,} nodes / {found['wcc_edges']:,} edges, largest SCC "
-              f"{found['scc_nodes']:,} / {found['scc_edges']:,} ({checked})")
+        _describe(ds, graph, info)
     return graph
+
+
+def _describe(ds: Dataset, graph: Graph, info: dict) -> None:
+    pinned = "matches the pinned hash" if ds.sha256 else "no hash is pinned for it; counts and structure were checked"
+    print(f"{graph.name}: {graph.num_vertices:,} vertices, {ds.listed_edges:,} listed edges, parsed in "
+          f"{info['parse_seconds']:.1f} s; sha256 {info['sha256']} ({pinned})")
+    found, source = info["statistics"], info["statistics_source"]
+    checked = ("nothing pinned to check them against" if not info["statistics_checked"] else
+               "as SNAP publishes" if source == "SNAP" else f"as {describe_path(source)} says")
+    print(f"{graph.name}: largest WCC {found['wcc_nodes']:,} nodes / {found['wcc_edges']:,} edges, largest SCC "
+          f"{found['scc_nodes']:,} / {found['scc_edges']:,} ({checked})")
 
 
 def cached_info(name_or_dataset="web-Google") -> dict | None:
@@ -942,38 +881,21 @@ def _generate_standin(ds: Dataset, seed: int, progress: bool) -> Graph:
 
     edges = ds.listed_edges if ds.directed else 2 * ds.listed_edges
     if ds.name == "web-Google":
-        return web_graph(ds.vertices, edges, seed=seed, progress=progress,
-                         name=f"stand-in for web-Google (generated web-like graph, {ds.vertices:,} vertices, {edges:,} edges)")
+        return web_graph(ds.vertices, edges, seed=seed, progress=progress, name=f"stand-in for web-Google "
+                         f"(generated web-like graph, {ds.vertices:,} vertices, {edges:,} edges)")
     return rmat_graph(ds.vertices, edges, seed=seed, progress=progress,
                       name=f"stand-in for {ds.name} (generated R-MAT, {ds.vertices:,} vertices, {edges:,} edges)")
-
-
-def _standin_folder(ds: Dataset, seed: int) -> Path | None:
-    for root in _candidate_roots():
-        folder = root / f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}"
-        if _unwritable(folder) is None:
-            return folder
-    return None
 
 
 def _read_standin(folder: Path) -> Graph | None:
     """A cached stand-in, checked like a cached download (record, array headers, CSR rules, content hash)."""
     try:
         info = _read_info(folder)
-        if info is None or info.get("format") != CACHE_FORMAT or not isinstance(info.get("arrays_sha256"), str):
+        n = info["vertices"]
+        if info.get("format") != CACHE_FORMAT or isinstance(n, bool) or not isinstance(n, int) or n < 1:
             return None
-        n, m = info["vertices"], info["edges"]
-        if isinstance(n, bool) or isinstance(m, bool) or not (isinstance(n, int) and isinstance(m, int) and 0 < n and 0 <= m):
-            return None
-        wanted = {"out_offsets": (np.dtype(offsets_dtype(m)), n + 1), "out_targets": (np.dtype(np.int32), m),
-                  "in_offsets": (np.dtype(offsets_dtype(m)), n + 1), "in_sources": (np.dtype(np.int32), m),
-                  "out_degree": (np.dtype(np.int32), n)}
-        arrays = _read_arrays(folder / "graph.npz", wanted)
-        check_csr(n, **arrays, thorough=False)
-        if _arrays_sha256(arrays) != info["arrays_sha256"]:
-            return None
-        return Graph(n, name=str(info["name"]), **arrays)
-    except Exception:                         # noqa: BLE001: anything wrong with it: generate again
+        return _graph_from_cache(folder, {**info, "graph_name": info["name"]}, n, str(info["name"]), STANDIN_ARRAYS)
+    except Exception:                         # noqa: BLE001: anything wrong with it (or none): generate again
         return None
 
 
@@ -985,23 +907,24 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, cache: bool = True, 
     Generated once (seconds, with a progress bar) and kept in the cache, checked like a download."""
     ds = dataset(name_or_dataset)
     seed = check_integer(seed, "seed", minimum=0)
-    cache, progress, verbose = check_flag(cache, "cache"), check_flag(progress, "progress"), check_flag(verbose, "verbose")
-    folder = _standin_folder(ds, seed) if cache else None
-    if folder is not None:
-        graph = _read_standin(folder)
-        if graph is not None:
-            if verbose:
-                print(f"{graph.name}: loaded from the cache in {describe_path(folder)}")
-            return graph
+    cache, progress = check_flag(cache, "cache"), check_flag(progress, "progress")
+    verbose = check_flag(verbose, "verbose")
+    folder = None
+    for root in _candidate_roots() if cache else []:
+        if _unwritable(root / f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}") is None:
+            folder = root / f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}"
+            break
+    graph = _read_standin(folder) if folder is not None else None
+    if graph is not None:
+        if verbose:
+            print(f"{graph.name}: loaded from the cache in {describe_path(folder)}")
+        return graph
     graph = _generate_standin(ds, seed, progress)
     if folder is not None:
-        arrays = {k: getattr(graph, k) for k in STANDIN_ARRAYS}
-        info = {"format": CACHE_FORMAT, "name": graph.name, "vertices": graph.num_vertices, "edges": graph.num_edges,
-                "seed": seed, "generator_version": STANDIN_VERSION, "arrays_sha256": _arrays_sha256(arrays)}
+        info = {"name": graph.name, "vertices": graph.num_vertices, "edges": graph.num_edges, "seed": seed,
+                "generator_version": STANDIN_VERSION}
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            _write_atomically(folder / "graph.npz", lambda f: np.savez(f, **arrays))
-            _write_atomically(folder / "info.json", lambda f: f.write(json.dumps(info, indent=1).encode()))
+            _save(graph, folder, info, STANDIN_ARRAYS)
         except OSError as error:
             if verbose:
                 print(f"{graph.name}: not kept in the cache ({error.strerror or error}); it will be generated again")

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers.graph import Graph, from_edges, write_edge_list
+from helpers.edgelist import write_edge_list
+from helpers.graph import Graph, from_edges
 
 
 class SnapServer:
@@ -99,6 +100,15 @@ class SnapServer:
                 handler.wfile.flush()
         return behaviour
 
+    def stall_after(self, count: int):
+        """Announce the whole body, send ``count`` bytes of it, then send nothing until the client goes away."""
+        def behaviour(handler, body):
+            _headers(handler, len(body))
+            handler.wfile.write(body[:count])
+            handler.wfile.flush()
+            self.closing.wait(60)
+        return behaviour
+
     def slow_headers(self, interval: float = 0.5):
         """Send the status line one byte at a time, never finishing the headers."""
         def behaviour(handler, body):
@@ -120,6 +130,7 @@ class SnapServer:
             handler.send_response(status)
             handler.send_header("Location", location)
             handler.send_header("Content-Length", "0")
+            handler.send_header("Connection", "close")          # as every planned behaviour does
             handler.end_headers()
         return behaviour
 
@@ -154,8 +165,7 @@ def _headers(handler, length: int | None) -> None:
     handler.send_header("Content-Type", "application/gzip")
     if length is not None:
         handler.send_header("Content-Length", str(length))
-    else:
-        handler.send_header("Connection", "close")
+    handler.send_header("Connection", "close")                  # a planned behaviour ends the connection
     handler.end_headers()
     handler.wfile.flush()
 

@@ -116,7 +116,6 @@ DAMAGES = {
     "one in-link changed within bounds": altered(lambda a: a["in_sources"].__setitem__(
         int(a["in_offsets"][-2]), (a["in_sources"][int(a["in_offsets"][-2])] + 1) % GRAPH.num_vertices)),
     "one out-link redirected within the rules": altered(redirect_one_link),
-    "compressed arrays": lambda folder, first: rewrite_npz(folder, arrays_of(first), save=np.savez_compressed),
     "info.json []": write("info.json", b"[]"),
     "info.json garbage": write("info.json", b"\x00\xff{not json"),
     "info.json empty": write("info.json", b""),
@@ -142,6 +141,51 @@ def test_a_damaged_cache_is_rebuilt_from_the_downloaded_file(server, damage, cap
     assert abs(pagerank(again).ranks.sum() - 1.0) < 1e-12
     third = load()                                                         # and the rebuilt cache is good
     assert identical(third, first) and "loaded from the cache" in capsys.readouterr().out
+
+
+def test_a_compressed_cache_with_the_same_arrays_is_used(server, capsys):
+    """np.load reads compressed members as well; the checks and the content hash decide, not the format."""
+    first = load()
+    rewrite_npz(datasets.cache_dir(SMALL), arrays_of(first), save=np.savez_compressed)
+    capsys.readouterr()
+    assert identical(load(), first) and "loaded from the cache" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (named pipes)")
+@pytest.mark.parametrize("name", ["graph.npz", "info.json"])
+def test_a_fifo_in_the_cache_is_refused_without_blocking(server, capsys, name):
+    """Opening a FIFO for reading blocks until a writer comes: the cache must refuse it and rebuild."""
+    first = load()
+    folder = datasets.cache_dir(SMALL)
+    (folder / name).unlink()
+    os.mkfifo(folder / name)
+    capsys.readouterr()
+    done = {}
+    reader = threading.Thread(target=lambda: done.update(graph=load()), daemon=True)
+    reader.start()
+    reader.join(20)
+    assert not reader.is_alive(), "the load blocked on a FIFO"
+    assert identical(done["graph"], first) and len(server.requests) == 1
+    out = capsys.readouterr().out
+    assert f"cannot be used ({name}: it is a FIFO (named pipe), not a regular file); building it again" in out
+    assert (folder / name).is_file()                         # replaced by the rebuilt cache
+
+
+def test_a_symlink_loop_as_the_data_directory_falls_back_and_is_printed(server, tmp_path, monkeypatch, capsys):
+    from helpers import course
+
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "other")
+    (tmp_path / "other").symlink_to(loop)
+    monkeypatch.setenv("PAGERANK_DATA_DIR", str(loop))
+    graph = load()
+    out = capsys.readouterr().out
+    user_cache = tmp_path / "home" / ".cache" / "pagerank-on-the-gpu" / "cache"
+    assert f"cannot write to {loop} (" in out and f"keeping the cache in {describe_path(user_cache)} instead" in out
+    assert identical(graph, GRAPH)
+    assert describe_path(loop / "cache").startswith("cache")     # the fallback's message cannot fail
+    course.report()
+    assert "data directory: $PAGERANK_DATA_DIR cannot be created" in capsys.readouterr().out
 
 
 def test_damage_caught_by_the_csr_checks_is_named(server, capsys):

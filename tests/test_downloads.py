@@ -66,20 +66,30 @@ def test_a_connection_dropped_every_time_is_a_download_error_and_falls_back(serv
     assert cached_files(SMALL) == []
 
 
-def test_a_trickling_server_is_a_stall_within_the_window(server):
-    server.plan(SMALL.filename, server.trickle(interval=0.1))          # 10 bytes/s: 2 MB take 2.5 days
-    error, seconds = timed(lambda: load(min_rate=1_000, stall_window=0.6))
+def test_a_server_that_drips_a_byte_a_second_ends_at_the_deadline(server):
+    """Each read gets a byte before the per-read timeout: only the overall deadline can end it."""
+    server.plan(SMALL.filename, server.trickle(interval=1.0))
+    error, seconds = timed(lambda: load(timeout=5, deadline=1.5))
     assert isinstance(error, datasets.DownloadError)
-    assert "the transfer stalled" in str(error) and "below the minimum of 1,000 bytes/s" in str(error)
-    assert 0.55 < seconds < 6
+    assert "did not finish within its deadline of 2 s (" in str(error) and "pass deadline= for more time" in str(error)
+    assert 1.4 < seconds < 6
     assert cached_files(SMALL) == []
 
 
-def test_headers_that_never_end_are_a_stall_too(server):
+def test_headers_that_never_end_are_stopped_by_the_deadline_too(server):
     server.plan(SMALL.filename, server.slow_headers(interval=0.1))
-    error, seconds = timed(lambda: load(min_rate=1_000, stall_window=0.5))
-    assert isinstance(error, datasets.DownloadError) and "the transfer stalled: 0 bytes" in str(error)
-    assert seconds < 6
+    error, seconds = timed(lambda: load(timeout=5, deadline=0.8))
+    assert isinstance(error, datasets.DownloadError) and "did not finish within its deadline" in str(error)
+    assert "(0 bytes arrived)" in str(error) and seconds < 6
+
+
+def test_a_server_that_stalls_mid_body_times_out_per_read(server):
+    server.plan(SMALL.filename, server.stall_after(1000))
+    error, seconds = timed(lambda: load(timeout=0.4))
+    assert isinstance(error, datasets.DownloadError)
+    assert f"the server sent nothing for 0.4 s in the middle of the body (0 of {len(server.body):,} bytes " \
+           f"written)" in str(error)                # pooch reads 64 KiB at a time: the 1,000 are not written
+    assert seconds < 6 and cached_files(SMALL) == []
 
 
 def test_a_server_that_never_answers_times_out(server):
@@ -92,16 +102,17 @@ def test_a_server_that_never_answers_times_out(server):
 
 def test_the_overall_deadline_holds_even_for_a_steady_slow_server(server):
     server.plan(SMALL.filename, server.trickle(interval=0.05, step=1_000))
-    error, seconds = timed(lambda: load(deadline=0.6, min_rate=100, retries=3))
+    error, seconds = timed(lambda: load(deadline=0.6, retries=3))
     assert isinstance(error, datasets.DownloadError)
     assert "did not finish within its deadline of 1 s" in str(error) and "pass deadline=" in str(error)
     assert 0.55 < seconds < 6 and len(server.requests) == 1   # the deadline is not retried
 
 
 def test_a_default_deadline_follows_from_the_announced_size(server, monkeypatch):
-    monkeypatch.setattr(datasets, "DEADLINE_SLACK", 0.2)      # 0.2 s + size / min_rate = 0.7 s
+    monkeypatch.setattr(datasets, "DEADLINE_SLACK", 0.2)      # 0.2 s + size / MIN_RATE = 0.7 s
+    monkeypatch.setattr(datasets, "MIN_RATE", 2 * len(server.body))
     server.plan(SMALL.filename, server.trickle(interval=0.05, step=len(server.body) // 100))   # ~5 s in all
-    error, seconds = timed(lambda: load(min_rate=2 * len(server.body), stall_window=60))
+    error, seconds = timed(lambda: load())
     assert isinstance(error, datasets.DownloadError) and "did not finish within its deadline of 1 s" in str(error)
     assert 0.65 < seconds < 6
 
@@ -275,7 +286,7 @@ def test_a_refused_connection_is_short_and_free_of_library_noise(server, monkeyp
 @pytest.mark.parametrize("kwargs, message", [
     (dict(retries=0), "retries must be at least 1"), (dict(retries=2.5), "retries must be an integer"),
     (dict(timeout=0), "timeout must be positive"), (dict(deadline=float("inf")), "deadline must be positive and finite"),
-    (dict(min_rate=-1), "min_rate must be positive"), (dict(stall_window="30"), "stall_window must be a number"),
+    (dict(deadline=-1), "deadline must be positive"), (dict(timeout="30"), "timeout must be a number"),
     (dict(progress="no"), "progress must be True or False"),
 ])
 def test_load_checks_its_parameters(server, kwargs, message):

@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from helpers.graph import (ArgumentError, GraphFormatError, GraphFormatWarning, INT32_EDGE_LIMIT, check_csr,
-                           from_edges, offsets_dtype, read_edge_list, read_edge_pairs, relabel, write_edge_list)
+from helpers import graph
+from helpers.edgelist import read_edge_list, read_edge_pairs, write_edge_list
+from helpers.graph import (ArgumentError, GraphFormatError, GraphFormatWarning, GraphTooLargeError, INT32_EDGE_LIMIT,
+                           build_bytes, check_csr, from_edges, offsets_dtype, relabel)
 from helpers.generators import adversarial_graph, random_graph
 
 
@@ -191,7 +193,7 @@ def test_reading_does_not_depend_on_the_locale(tmp_path):
     import sys
     path = tmp_path / "accents.txt.gz"
     path.write_bytes(gzip.compress("# Zoë’s graph — naïve “quotes”\n0 1\n1 2\n2 x\n".encode()))
-    script = (f"from helpers.graph import read_edge_list, GraphFormatError\n"
+    script = (f"from helpers.edgelist import read_edge_list, GraphFormatError\n"
               f"try:\n    read_edge_list({str(path)!r})\n"
               f"except GraphFormatError as e:\n    print('refused:', e)\n")
     env = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "ascii:backslashreplace",
