@@ -1,7 +1,7 @@
 """A real HTTP server on loopback that serves generated SNAP-format files, for the download tests and
 for running lecture 30 in CI. It counts requests, can answer any path with a chosen status, and can
 misbehave the ways real servers and networks do: drop the connection mid-body, trickle bytes, stall
-before its headers, redirect anywhere, send no length, or send without end."""
+before its headers or in the body, redirect anywhere, send no length, or send without end."""
 from __future__ import annotations
 
 import contextlib
@@ -145,6 +145,14 @@ class SnapServer:
                 handler.wfile.write(extra)
         return behaviour
 
+    def endless(self, block: bytes = b"0 1\n" * 16384):
+        """Send ``block`` again and again, with no Content-Length, until the client goes away."""
+        def behaviour(handler, body):
+            _headers(handler, None)
+            while not self.closing.is_set():
+                handler.wfile.write(block)
+        return behaviour
+
     def announce(self, length: int):
         """Claim a Content-Length of ``length`` and send the real body."""
         def behaviour(handler, body):
@@ -212,3 +220,21 @@ def cached_files(ds) -> list[str]:
     from helpers import datasets
 
     return sorted(p.name for p in datasets.cache_dir(ds).rglob("*") if p.is_file())
+
+
+def bounded(call, seconds: float = 30.0):
+    """Run ``call`` in a thread and fail the test, instead of hanging it, if it has not returned in time;
+    returns what it returned, or the exception it raised."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = call()
+        except BaseException as error:          # noqa: BLE001: handed to the test
+            outcome["value"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds:g} s: it blocks"
+    return outcome["value"]

@@ -2,6 +2,7 @@
 count and structure checks, the registry and its published statistics, the announced stand-in."""
 import gzip
 import json
+import os
 import time
 import warnings
 
@@ -13,7 +14,7 @@ from helpers.course import describe_path
 
 from helpers import datasets
 from helpers.generators import rmat_graph
-from snapserver import cached_files, serving, snap_bytes
+from snapserver import bounded, cached_files, serving, snap_bytes
 
 GRAPH = rmat_graph(3_000, 20_000, seed=9, name="test graph")
 SMALL = datasets.Dataset("test-small", "test-small.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
@@ -259,6 +260,7 @@ def test_statistics_from_an_override_file_are_announced_and_used(server, tmp_pat
     ("not json", "cannot be used"), ("[1, 2]", "must name a JSON file"),
     ('{"test-small": {"triangles": 3}}', r"unknown statistics \['triangles'\]"),
     ('{"test-small": {"wcc_nodes": "many"}}', r"non-integer values for \['wcc_nodes'\]"),
+    ('{"test-small": {"name": "two\\nlines"}}', r"a 'name' that is not one line of at most 200 printable"),
 ])
 def test_a_bad_override_file_is_a_setting_error(server, tmp_path, monkeypatch, content, message):
     stats = tmp_path / "stats.json"
@@ -337,3 +339,71 @@ def test_a_file_that_expands_beyond_its_lines_is_refused_without_reading_it_all(
     server.serve(SMALL.filename, bomb)
     with pytest.raises(datasets.IntegrityError, match=rf"cannot be parsed: .*more than {SMALL.listed_edges:,} edge lines"):
         datasets.load(SMALL, retries=1, progress=False)
+
+
+# --- what a served file is, hostile downloads, progress in a log ------------------------------------------
+
+def test_a_served_file_is_named_as_its_statistics_file_says(server, tmp_path, monkeypatch, capsys):
+    """The test mirror serves generated files under SNAP's names: the graph must say what it is."""
+    name = "generated R-MAT graph served in place of test-small"
+    stats = tmp_path / "stats.json"
+    stats.write_text(json.dumps({SMALL.name: {**datasets.statistics_of(GRAPH), datasets.DISPLAY_NAME: name}}))
+    monkeypatch.setenv(datasets.STATISTICS_VARIABLE, str(stats))
+    assert datasets.load(SMALL, retries=1, progress=False).name == name
+    assert f"{name}: largest WCC" in capsys.readouterr().out
+    assert datasets.load_or_standin(SMALL, progress=False).name == name           # from the cache
+    assert f"{name}: loaded from the cache" in capsys.readouterr().out
+    assert datasets.cached_info(SMALL)["graph_name"] == name
+    monkeypatch.delenv(datasets.STATISTICS_VARIABLE)
+    assert datasets.load(SMALL, progress=False).name == name      # the cache holds that file: still named so
+
+
+def test_a_download_holding_one_huge_line_is_refused_naming_the_line(server):
+    member = gzip.compress(b"7" * 2**20, compresslevel=9)
+    server.serve(SMALL.filename, gzip.compress(b"# generated\n") + member * 1024)    # a 1 GiB line, ~1 MB
+    start = time.monotonic()
+    with pytest.raises(datasets.IntegrityError, match=r"test-small: the download cannot be parsed: .*test-small\.txt"
+                                                      r"\.gz: line 2 is longer than 1,048,576 bytes"):
+        datasets.load(SMALL, retries=1, progress=False)
+    assert time.monotonic() - start < 20 and cached_files(SMALL) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (named pipes)")
+def test_a_fifo_as_the_statistics_file_is_a_setting_error_at_once(server, tmp_path, monkeypatch):
+    fifo = tmp_path / "stats.json"
+    os.mkfifo(fifo)
+    monkeypatch.setenv(datasets.STATISTICS_VARIABLE, str(fifo))
+    error = bounded(lambda: datasets.load(SMALL, retries=1, progress=False), 20)
+    assert isinstance(error, datasets.SettingError)
+    assert "it is a FIFO (named pipe), not a regular file" in str(error)
+
+
+def test_progress_in_a_captured_stream_is_plain_lines(server, capfd, monkeypatch):
+    from helpers import progress
+
+    monkeypatch.setattr(progress, "FIRST_SECONDS", 0.0)            # a start line even for a fast download
+    datasets.load(SMALL, retries=1)
+    captured = capfd.readouterr()
+    assert "\r" not in captured.out + captured.err
+    lines = [line for line in captured.out.splitlines() if line.startswith(SMALL.filename)]
+    assert lines[0].startswith(f"{SMALL.filename}: started (") and lines[-1].startswith(f"{SMALL.filename}: 100% (")
+    datasets.standin(datasets.Dataset("tiny-bar", "tiny-bar.txt.gz", True, 400, 1_500), cache=False)
+    assert "generating an R-MAT graph: 100% (1,500 edges of 1,500 edges)" in capfd.readouterr().out
+
+
+def test_a_terminal_gets_tqdm_s_bar(monkeypatch):
+    import io
+    import sys
+
+    from helpers import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    with progress.bar(10, "drawn") as shown:
+        shown.update(10)
+    assert type(shown).__name__ == "tqdm" and "\r" in sys.stdout.getvalue()
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert isinstance(progress.bar(10, "kept"), progress.Lines)

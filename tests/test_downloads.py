@@ -169,6 +169,23 @@ def test_a_body_beyond_any_edge_list_of_that_size_is_refused(server):
     assert cached_files(tiny) == []
 
 
+def test_a_never_ending_body_is_refused_at_the_size_limit_without_keeping_it(server):
+    import tracemalloc
+
+    big = datasets.Dataset("test-endless", "test-endless.txt.gz", True, 10, 1_000_000)   # a 65 MB limit
+    limit = (1 << 20) + datasets.MAX_BYTES_PER_EDGE * big.listed_edges
+    server.serve(big.filename, b"")
+    server.plan(big.filename, server.endless())
+    tracemalloc.start()
+    error, seconds = timed(lambda: datasets.load(big, retries=3, progress=False))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert isinstance(error, datasets.IntegrityError)
+    assert f"test-endless: {server.url}{big.filename}: the server sent more than {limit:,} bytes" in str(error)
+    assert seconds < 30 and peak < limit / 8 and len(server.requests) == 1     # streamed to disk, not retried
+    assert cached_files(big) == []
+
+
 def test_a_body_without_a_length_is_accepted_when_it_checks_out(server, capsys):
     server.plan(SMALL.filename, server.without_length())
     assert same_graph(load(progress=True))

@@ -1,4 +1,7 @@
 import gzip
+import os
+import time
+import tracemalloc
 import warnings
 
 import numpy as np
@@ -6,10 +9,12 @@ import pytest
 import scipy.sparse as sp
 
 from helpers import graph
-from helpers.edgelist import read_edge_list, read_edge_pairs, write_edge_list
+from helpers.edgelist import (MAX_LINE_BYTES, NotRegularFileError, open_regular, read_edge_list, read_edge_pairs,
+                              read_header, write_edge_list)
 from helpers.graph import (ArgumentError, GraphFormatError, GraphFormatWarning, GraphTooLargeError, INT32_EDGE_LIMIT,
                            build_bytes, check_csr, from_edges, offsets_dtype, relabel)
 from helpers.generators import adversarial_graph, random_graph
+from snapserver import bounded
 
 
 def test_csr_both_ways_on_a_small_graph():
@@ -356,3 +361,118 @@ def test_reading_stops_after_max_lines(tmp_path):
     with pytest.raises(GraphFormatError, match=r"long\.txt\.gz: more than 1,000 edge lines"):
         read_edge_pairs(path, max_lines=1_000)
     assert read_edge_pairs(path, max_lines=200_000).shape == (200_000, 2)
+
+
+# --- hostile inputs: a line without end, sizes beyond memory, FIFOs, ids NumPy might read leniently ------
+
+def one_long_line(path, gib: int, before: bytes = b"# header\n# more\n") -> None:
+    """A gzip file whose third line is ``gib`` GiB of digits with no line break: 1 KB per MiB, as gzip
+    members that decompress one after the other."""
+    member = gzip.compress(b"7" * 2**20, compresslevel=9)
+    with open(path, "wb") as f:
+        f.write(gzip.compress(before))
+        for _ in range(gib * 1024):
+            f.write(member)
+
+
+@pytest.mark.parametrize("reader", [read_edge_list, read_edge_pairs, read_header])
+def test_a_gzip_holding_one_3_gib_line_is_refused_naming_the_line_without_reading_it(tmp_path, reader):
+    path = tmp_path / "long.txt.gz"
+    one_long_line(path, 3)
+    tracemalloc.start()
+    start = time.monotonic()
+    with pytest.raises(GraphFormatError, match=rf"long\.txt\.gz: line 3 is longer than {MAX_LINE_BYTES:,} bytes, "
+                                               r"which no edge list holds"):
+        reader(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert time.monotonic() - start < 10 and peak < 64 * 2**20
+
+
+def test_a_long_line_in_the_middle_of_a_plain_file_is_named(tmp_path):
+    path = tmp_path / "g.txt"
+    path.write_bytes(b"0 1\n1 2\n2 3\n" + b"4" * (3 * MAX_LINE_BYTES) + b" 5\n6 7\n")
+    with pytest.raises(GraphFormatError, match=r"g\.txt: line 4 is longer than"):
+        read_edge_list(path)
+    path.write_bytes(b"0 1\n# " + b"x" * (MAX_LINE_BYTES - 2) + b"\n1 2\n")    # at the limit: still read
+    assert read_edge_list(path).num_edges == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (named pipes)")
+def test_a_fifo_is_refused_at_once_never_read(tmp_path):
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    for reader in (read_edge_list, read_header, read_edge_pairs):
+        error = bounded(lambda: reader(fifo), 20)
+        assert isinstance(error, GraphFormatError)
+        assert str(error) == f"no edge-list file at {fifo}: it is a FIFO (named pipe), not a regular file"
+    error = bounded(lambda: open_regular(fifo), 20)
+    assert isinstance(error, NotRegularFileError) and str(error).endswith("it is a FIFO (named pipe), not a regular file")
+
+
+@pytest.mark.parametrize("line, message", [
+    (b"2 1.5", r"'1\.5' is not an integer vertex id"),          # NumPy 2.0: the edge 2 -> 1 and a warning
+    (b"2.0 1", r"'2\.0' is not an integer vertex id"),
+    (b"2 1e3", r"'1e3' is not an integer vertex id"),
+    (b"2 0x1F", r"'0x1F' is not an integer vertex id"),
+    (b"2 1_000", r"'1_000' is not an integer vertex id"),       # Python's int() would take it
+    (b"2 inf", r"'inf' is not an integer vertex id"),
+    (b"2 +-3", r"'\+-3' is not an integer vertex id"),
+    (b"2 3-", r"'3-' is not an integer vertex id"),
+    (b"2 \xb2", r"'\xb2' is not an integer vertex id"),          # a superscript two in latin-1
+    (b"2\x0b3", r"ids must be separated by spaces or tabs, found '2\\x0b3'"),
+    (b"\x1c2 3", r"ids must be separated by spaces or tabs"),
+    (b"2\r3", r"ids must be separated by spaces or tabs, found '2\\r3'"),   # a lone carriage return
+    (b"2,3", r"expected two vertex ids \(source target\), found 1 column"),
+])
+def test_malformed_ids_are_refused_whatever_numpy_accepts(tmp_path, line, message):
+    """The ids are checked before NumPy's reader sees them, so every NumPy the project allows refuses them."""
+    for name in ("bad.txt", "bad.txt.gz"):
+        path = tmp_path / name
+        body = b"# header\n0 1\n" + line + b"\n1 2\n"
+        path.write_bytes(gzip.compress(body) if name.endswith(".gz") else body)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")                       # a DeprecationWarning is not an answer
+            with pytest.raises(GraphFormatError, match=rf"{name}: line 3: {message}"):
+                read_edge_list(path)
+
+
+def test_from_edges_refuses_a_graph_the_host_cannot_hold_with_the_arithmetic(monkeypatch):
+    monkeypatch.setattr(graph, "available_host_bytes", lambda: 8 * 2**30)
+    with pytest.raises(GraphTooLargeError) as caught:
+        from_edges([0], [1], num_vertices=2**31 - 1)
+    assert str(caught.value) == ("building 'graph' (2,147,483,647 vertices, 1 edges) needs about 44.00 GiB of host "
+                                 "memory (22 bytes per vertex + 17 per edge), and 8.00 GiB is available; use fewer "
+                                 "vertices or edges, or free memory")
+    assert isinstance(caught.value, MemoryError)
+    assert from_edges([0], [1], num_vertices=1_000).num_vertices == 1_000     # 22 kB: built
+
+
+def test_reading_and_relabelling_refuse_what_the_host_cannot_hold(tmp_path, monkeypatch):
+    path = tmp_path / "g.txt"
+    path.write_text("".join(f"{i} {i + 1}\n" for i in range(100_000)))
+    monkeypatch.setattr(graph, "available_host_bytes", lambda: 2**20)
+    with pytest.raises(GraphTooLargeError, match=r"reading 100,000 edge lines of g\.txt needs about 1\.7 MiB of "
+                                                 r"host memory \(18 bytes per line\), and 1\.0 MiB is available; "
+                                                 r"read a smaller file"):
+        read_edge_list(path)
+    with pytest.raises(GraphTooLargeError, match=r"relabelling 200,000 ids needs about 5\.3 MiB"):
+        relabel(np.arange(100_000), np.arange(1, 100_001))
+
+
+def test_the_host_memory_is_read(monkeypatch):
+    available = graph.available_host_bytes()
+    assert available is None or available > 2**20
+
+
+def test_build_bytes_is_within_15_percent_of_what_building_allocates():
+    """The estimate the bench checks before generating: measured here on mid-size graphs, both shapes."""
+    for n, m in ((200_000, 1_500_000), (1_000_000, 300_000)):
+        rng = np.random.default_rng(3)
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        from_edges(src, dst, n)
+        peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.stop()
+        assert abs(build_bytes(n, m) / peak - 1) < 0.15, (n, m, build_bytes(n, m), peak)
