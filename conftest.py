@@ -26,7 +26,8 @@ def _start_web_google_mirror():
 
     folder = Path(tempfile.mkdtemp(prefix="pagerank-mirror-"))
     ds = datasets.DATASETS["web-Google"]
-    name = f"generated R-MAT graph from the test mirror ({ds.vertices:,} vertices, {ds.listed_edges:,} edges)"
+    name = (f"generated R-MAT graph from the test mirror ({ds.vertices:,} vertices, "
+            f"{ds.listed_edges:,} edges)")
     graph = rmat_graph(ds.vertices, ds.listed_edges, seed=2002, name=name)
     server = SnapServer()
     server.serve(ds.filename, snap_file(graph, folder / ds.filename, id_space=916_428).read_bytes())

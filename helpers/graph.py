@@ -3,7 +3,7 @@
 Edge policy, shared by the reference and every kernel: duplicate edges are merged into one (a page
 that links to another twice still casts one vote) and self-loops are kept as ordinary edges (a page
 that links to itself keeps part of its own rank). networkx's DiGraph follows the same policy.
-Building checks the host's memory first (``build_bytes``); edge-list files are read in helpers.edgelist.
+Building checks the host's memory first (``build_bytes``); edge-list files are read in helpers.graphfiles.
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def check_integer(value, name: str, *, minimum: int | None = None) -> int:
 
 
 def check_flag(value, name: str) -> bool:
-    """``value`` as a bool: only True and False (NumPy's included) pass, so that 'no' or 2 is not read as True."""
+    """``value`` as a bool: only True and False (NumPy's included) pass: 'no' or 2 is not read as True."""
     if not isinstance(value, (bool, np.bool_)):
         raise ArgumentError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
     return bool(value)
@@ -103,7 +103,7 @@ def _size(nbytes: float) -> str:
 
 
 def check_host_memory(needed: int, what: str, arithmetic: str, smaller: str) -> None:
-    """Raise GraphTooLargeError, with the arithmetic, when ``needed`` bytes exceed the available host memory."""
+    """Raise GraphTooLargeError, with the arithmetic, where ``needed`` bytes exceed the host's available."""
     available = available_host_bytes()
     if available is not None and needed > available:
         raise GraphTooLargeError(f"{what} needs about {_size(needed)} of host memory ({arithmetic}), and "
@@ -181,10 +181,11 @@ def relabel(sources, targets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     sources = _as_id_array(sources, "sources")
     targets = _as_id_array(targets, "targets")
     if sources.size != targets.size:
-        raise GraphFormatError(f"sources and targets differ in length ({sources.size} against {targets.size})")
+        raise GraphFormatError(f"sources and targets differ in length ({sources.size} against "
+                               f"{targets.size})")
     ids = 2 * sources.size
-    check_host_memory(RELABEL_BYTES_PER_ID * ids, f"relabelling {ids:,} ids", f"{RELABEL_BYTES_PER_ID} bytes "
-                      f"per id", "use fewer edges")
+    check_host_memory(RELABEL_BYTES_PER_ID * ids, f"relabelling {ids:,} ids",
+                      f"{RELABEL_BYTES_PER_ID} bytes per id", "use fewer edges")
     both = np.concatenate([sources, targets])
     if both.size and 0 <= both.min() and both.max() < 2 * both.size:
         # Compact ids (the usual case): a lookup table is linear time.
@@ -192,7 +193,7 @@ def relabel(sources, targets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         present[both] = True
         original_ids = np.flatnonzero(present)
         if original_ids.size > MAX_VERTICES:
-            raise GraphFormatError(f"{original_ids.size:,} distinct ids do not fit the course's int32 vertex ids")
+            raise GraphFormatError(f"{original_ids.size:,} distinct ids do not fit int32 vertex ids")
         lookup = np.cumsum(present, dtype=np.int32)
         lookup -= 1
         del present
@@ -200,14 +201,14 @@ def relabel(sources, targets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     else:
         original_ids = sorted_unique(both)
         if original_ids.size > MAX_VERTICES:
-            raise GraphFormatError(f"{original_ids.size:,} distinct ids do not fit the course's int32 vertex ids")
+            raise GraphFormatError(f"{original_ids.size:,} distinct ids do not fit int32 vertex ids")
         compact = np.searchsorted(original_ids, both).astype(np.int32)
     return compact[: sources.size], compact[sources.size:], original_ids.astype(np.int64)
 
 
 def _as_id_array(values, what: str) -> np.ndarray:
     """A 1-D signed integer array of ids (int64 unless given narrower, never copied then), refusing what
-    would be wrapped or truncated: floats, bools, and ids beyond int64 (a uint64 2**63 is reported as itself)."""
+    would be wrapped or truncated: floats, bools, ids beyond int64 (a uint64 2**63 is reported as itself)."""
     try:
         array = np.asarray(values)
     except (OverflowError, ValueError, TypeError):
@@ -218,11 +219,13 @@ def _as_id_array(values, what: str) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if array.dtype == object:
         if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in array):
-            bad = next(v for v in array if not isinstance(v, numbers.Integral) or isinstance(v, (bool, np.bool_)))
+            bad = next(v for v in array
+                       if not isinstance(v, numbers.Integral) or isinstance(v, (bool, np.bool_)))
             raise GraphFormatError(f"{what} must hold integer vertex ids, found {bad!r}")
         for i, v in enumerate(array):
             if not -INT64_LIMIT <= int(v) < INT64_LIMIT:
-                raise GraphFormatError(f"{what}[{i}] = {int(v)} does not fit in 64 bits (ids must lie below 2**63)")
+                raise GraphFormatError(f"{what}[{i}] = {int(v)} does not fit in 64 bits (ids must lie below "
+                                       f"2**63)")
         return array.astype(np.int64)
     if array.dtype.kind not in "iu":
         raise GraphFormatError(f"{what} must hold integer vertex ids, got dtype {array.dtype}")
@@ -240,8 +243,9 @@ def from_edges(sources, targets, num_vertices: int | None = None, *, undirected:
     """Build a Graph from two arrays of vertex ids in 0..num_vertices-1 (edge i is sources[i] -> targets[i]).
 
     ``num_vertices`` (an integer) defaults to the largest id + 1; vertices without edges are kept (isolated).
-    ``undirected=True`` turns every listed pair into two directed edges. ``original_ids``, if given, holds one
-    distinct integer id per vertex: the id each vertex had in the input.
+    ``undirected=True`` turns every listed pair into two directed edges. ``original_ids``, if given, holds
+    one distinct integer id per vertex: the id each vertex had in the input. The host's memory is checked
+    first (``build_bytes``): GraphTooLargeError says what the graph would need.
     """
     undirected = check_flag(undirected, "undirected")
     if not isinstance(name, str):
@@ -287,7 +291,8 @@ def _check_original_ids(original_ids, n: int) -> np.ndarray:
         ordered = np.sort(ids)
         repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
         if repeated.size:
-            raise GraphFormatError(f"original_ids must be distinct; {int(ordered[repeated[0]])} occurs twice")
+            raise GraphFormatError(f"original_ids must be distinct; {int(ordered[repeated[0]])} occurs "
+                                   f"twice")
     return ids
 
 
@@ -337,8 +342,8 @@ def check_csr(num_vertices: int, out_offsets, out_targets, in_offsets, in_source
     refused here, not reach SciPy or a kernel.
     """
     n = check_integer(num_vertices, "num_vertices", minimum=1)
-    arrays = dict(out_offsets=out_offsets, out_targets=out_targets, in_offsets=in_offsets, in_sources=in_sources,
-                  out_degree=out_degree)
+    arrays = dict(out_offsets=out_offsets, out_targets=out_targets, in_offsets=in_offsets,
+                  in_sources=in_sources, out_degree=out_degree)
     if original_ids is not None:
         arrays["original_ids"] = original_ids
     for key, array in arrays.items():
@@ -352,8 +357,8 @@ def check_csr(num_vertices: int, out_offsets, out_targets, in_offsets, in_source
     for key, array in arrays.items():
         dtype, size = wanted[key]
         if array.dtype != dtype or array.size != size:
-            raise GraphFormatError(f"{key} must be {np.dtype(dtype)} of length {size:,} for {n:,} vertices and "
-                                   f"{m:,} edges, got {array.dtype} of length {array.size:,}")
+            raise GraphFormatError(f"{key} must be {np.dtype(dtype)} of length {size:,} for {n:,} vertices "
+                                   f"and {m:,} edges, got {array.dtype} of length {array.size:,}")
     for offsets, ids, key in ((out_offsets, out_targets, "out"), (in_offsets, in_sources, "in")):
         if offsets[0] != 0 or offsets[-1] != m:
             raise GraphFormatError(f"{key}_offsets must run from 0 to the edge count {m:,}, "
@@ -375,5 +380,37 @@ def check_csr(num_vertices: int, out_offsets, out_targets, in_offsets, in_source
                                        f"(at position {int(np.flatnonzero(steps)[0]) + 1:,})")
         if key == "out" and not np.array_equal(degree, out_degree):
             raise GraphFormatError("out_degree disagrees with out_offsets")
-        if key == "in" and thorough and m and not np.array_equal(degree, np.bincount(out_targets, minlength=n)):
+        if key == "in" and thorough and m and not np.array_equal(degree,
+                                                                 np.bincount(out_targets, minlength=n)):
             raise GraphFormatError("in_offsets disagree with the targets of the out-links: not a transpose")
+
+
+def statistics_of(graph: Graph, *, undirected: bool = False) -> dict[str, int]:
+    """The statistics SNAP publishes for its datasets, computed with SciPy: distinct edges, and the nodes and
+    edges (both ends inside) of the largest weakly and strongly connected components. With ``undirected``,
+    counts as SNAP does for an undirected graph (built with both directions): a pair once, a loop once."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    if not isinstance(graph, Graph):
+        raise ArgumentError(f"expected a helpers.graph.Graph, got {type(graph).__name__}")
+    undirected = check_flag(undirected, "undirected")
+    n = graph.num_vertices
+    matrix = csr_matrix((np.ones(graph.num_edges, dtype=np.int8), graph.out_targets, graph.out_offsets),
+                        shape=(n, n))
+    src, dst = graph.edges()
+    loops = src == dst
+
+    def count(inside) -> int:
+        edges = int(inside.sum())
+        return (edges + int((inside & loops).sum())) // 2 if undirected else edges
+
+    found = {"edges": count(np.ones(graph.num_edges, dtype=bool))}
+    for key, connection in (("wcc", "weak"), ("scc", "strong")):
+        labels = connected_components(matrix, directed=True, connection=connection)[1]
+        sizes = np.bincount(labels)
+        largest = int(np.argmax(sizes))
+        inside = labels == largest
+        found[f"{key}_nodes"] = int(sizes[largest])
+        found[f"{key}_edges"] = count(inside[src] & inside[dst])
+    return found

@@ -14,7 +14,7 @@ QUIET_SECONDS = 60.0       # without a known total, a line at most this often
 
 
 def interactive(stream) -> bool:
-    """Whether ``stream`` redraws a line that ends in a carriage return: a terminal or a Jupyter kernel's output."""
+    """Whether ``stream`` redraws a line that ends in a carriage return: a terminal, a Jupyter kernel."""
     if type(stream).__module__.split(".")[0] == "ipykernel":
         return True
     try:
@@ -47,8 +47,8 @@ class Lines:
 
     def _amount(self, count) -> str:
         if not self.binary:
-            unit = "steps" if self.unit == "it" else self.unit if self.unit.endswith("s") else self.unit + "s"
-            return f"{count:,} {unit}"
+            plural = "steps" if self.unit == "it" else self.unit + ("" if self.unit.endswith("s") else "s")
+            return f"{count:,} {plural}"
         size = float(count)
         for prefix in ("", "Ki", "Mi", "Gi"):
             if size < 1024 or prefix == "Gi":
@@ -71,8 +71,8 @@ class Lines:
         if self.total:
             while (self.quarter < len(QUARTERS) and self.n < self.total
                    and QUARTERS[self.quarter] * self.total <= 100 * self.n):
-                self._say(f"{QUARTERS[self.quarter]}% ({self._amount(self.n)} of {self._amount(self.total)}, "
-                          f"{now - self.start:.0f} s)")
+                self._say(f"{QUARTERS[self.quarter]}% ({self._amount(self.n)} of "
+                          f"{self._amount(self.total)}, {now - self.start:.0f} s)")
                 self.quarter += 1
         elif now - self.last >= QUIET_SECONDS:
             self._say(f"{self._amount(self.n)} so far ({now - self.start:.0f} s)")
@@ -87,8 +87,8 @@ class Lines:
         self.closed = True
         seconds = f"in {time.monotonic() - self.start:.1f} s"
         if self.total:
-            self._say(f"{100 * self.n / self.total:.0f}% ({self._amount(self.n)} of {self._amount(self.total)}) "
-                      f"{seconds}")
+            self._say(f"{100 * self.n / self.total:.0f}% ({self._amount(self.n)} of "
+                      f"{self._amount(self.total)}) {seconds}")
         else:
             self._say(f"{self._amount(self.n)} {seconds}")
 

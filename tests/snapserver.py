@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers.edgelist import write_edge_list
+from helpers.graphfiles import write_edge_list
 from helpers.graph import Graph, from_edges
 
 
@@ -90,7 +90,7 @@ class SnapServer:
         return behaviour
 
     def trickle(self, interval: float = 0.5, step: int = 1, length: bool = True):
-        """Announce the body and send ``step`` bytes every ``interval`` seconds until the client goes away."""
+        """Announce the body; send ``step`` bytes every ``interval`` seconds until the client goes away."""
         def behaviour(handler, body):
             _headers(handler, len(body) if length else None)
             for start in range(0, len(body), step):
@@ -101,7 +101,7 @@ class SnapServer:
         return behaviour
 
     def stall_after(self, count: int):
-        """Announce the whole body, send ``count`` bytes of it, then send nothing until the client goes away."""
+        """Announce the whole body, send ``count`` bytes of it, then nothing until the client goes away."""
         def behaviour(handler, body):
             _headers(handler, len(body))
             handler.wfile.write(body[:count])
@@ -199,14 +199,14 @@ def snap_bytes(graph: Graph, id_space: int | None = None, seed: int = 0) -> byte
 def serving(monkeypatch, folder: Path, ds, body: bytes):
     """A SnapServer serving ``body`` as the file of dataset ``ds``, with the data settings pointed at it and
     at ``folder`` (data directory and home), SNAP's statistics in force and short pauses between retries."""
-    from helpers import datasets
+    from helpers import datasets, download
 
     server = SnapServer()
     monkeypatch.setenv(datasets.BASE_URL_VARIABLE, server.url)
     monkeypatch.setenv("PAGERANK_DATA_DIR", str(folder / "data"))
     monkeypatch.setenv("HOME", str(folder / "home"))
     monkeypatch.delenv(datasets.STATISTICS_VARIABLE, raising=False)
-    monkeypatch.setattr(datasets, "RETRY_PAUSE", 0.05)
+    monkeypatch.setattr(download, "RETRY_PAUSE", 0.05)
     server.body = body
     server.serve(ds.filename, body)
     try:

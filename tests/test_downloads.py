@@ -11,13 +11,14 @@ import time
 import numpy as np
 import pytest
 
-from helpers import datasets
+from helpers import datasets, download
 from helpers.generators import rmat_graph
 from snapserver import cached_files, serving, snap_bytes
 
 GRAPH = rmat_graph(2_000, 12_000, seed=21, name="download test graph")
 SMALL = datasets.Dataset("test-dl", "test-dl.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
-NOISE = ("Traceback", "urllib3", "HTTPConnectionPool", "HTTPSConnectionPool", "Max retries", "requests.exceptions")
+NOISE = ("Traceback", "urllib3", "HTTPConnectionPool", "HTTPSConnectionPool", "Max retries",
+         "requests.exceptions")
 
 
 @pytest.fixture
@@ -71,7 +72,8 @@ def test_a_server_that_drips_a_byte_a_second_ends_at_the_deadline(server):
     server.plan(SMALL.filename, server.trickle(interval=1.0))
     error, seconds = timed(lambda: load(timeout=5, deadline=1.5))
     assert isinstance(error, datasets.DownloadError)
-    assert "did not finish within its deadline of 2 s (" in str(error) and "pass deadline= for more time" in str(error)
+    assert "did not finish within its deadline of 2 s (" in str(error)
+    assert "pass deadline= for more time" in str(error)
     assert 1.4 < seconds < 6
     assert cached_files(SMALL) == []
 
@@ -109,19 +111,20 @@ def test_the_overall_deadline_holds_even_for_a_steady_slow_server(server):
 
 
 def test_a_default_deadline_follows_from_the_announced_size(server, monkeypatch):
-    monkeypatch.setattr(datasets, "DEADLINE_SLACK", 0.2)      # 0.2 s + size / MIN_RATE = 0.7 s
-    monkeypatch.setattr(datasets, "MIN_RATE", 2 * len(server.body))
+    monkeypatch.setattr(download, "DEADLINE_SLACK", 0.2)      # 0.2 s + size / MIN_RATE = 0.7 s
+    monkeypatch.setattr(download, "MIN_RATE", 2 * len(server.body))
     server.plan(SMALL.filename, server.trickle(interval=0.05, step=len(server.body) // 100))   # ~5 s in all
     error, seconds = timed(lambda: load())
-    assert isinstance(error, datasets.DownloadError) and "did not finish within its deadline of 1 s" in str(error)
-    assert 0.65 < seconds < 6
+    assert isinstance(error, datasets.DownloadError)
+    assert "did not finish within its deadline of 1 s" in str(error) and 0.65 < seconds < 6
 
 
 def test_a_server_that_is_not_http(server):
     server.plan(SMALL.filename, server.garbage())
     error, _ = timed(lambda: load(retries=3))
     assert isinstance(error, datasets.DownloadError)
-    assert str(error) == f"{server.url}{SMALL.filename}: the server's answer is not valid HTTP (BadStatusLine)"
+    assert str(error) == (f"{server.url}{SMALL.filename}: the server's answer is not valid HTTP "
+                          f"(BadStatusLine)")
     assert len(server.requests) == 1
 
 
@@ -146,7 +149,8 @@ def test_redirects_are_followed_within_http_and_https(server):
 @pytest.mark.parametrize("location", ["ftp://127.0.0.1/file.gz", "file:///etc/passwd", "gopher://x/"])
 def test_a_redirect_to_another_scheme_is_refused(server, location):
     server.plan(SMALL.filename, server.redirect(location))
-    with pytest.raises(datasets.DownloadError, match=rf"redirected to '{location}', which is not an http\(s\)://"):
+    with pytest.raises(datasets.DownloadError,
+                       match=rf"redirected to '{location}', which is not an http\(s\)://"):
         load(retries=3)
     assert len(server.requests) == 1
 
@@ -158,14 +162,14 @@ def test_a_redirect_loop_ends(server):
 
 
 def test_a_body_beyond_any_edge_list_of_that_size_is_refused(server):
-    tiny = datasets.Dataset("tiny-dl", "tiny-dl.txt.gz", True, 10, 10)     # at most 1 MiB + 64 bytes per edge
+    tiny = datasets.Dataset("tiny-dl", "tiny-dl.txt.gz", True, 10, 10)   # at most 1 MiB + 64 bytes per edge
     server.serve(tiny.filename, b"x")
     server.plan(tiny.filename, server.without_length(b"\0" * 65536, repeat=40))
     with pytest.raises(datasets.IntegrityError, match=r"the server sent more than 1,049,216 bytes"):
         datasets.load(tiny, progress=False, retries=1)
     server.plan(tiny.filename, server.announce(10**12))
     with pytest.raises(datasets.IntegrityError, match=r"the server announces 1,000,000,000,000 bytes"):
-        datasets.load_or_standin(tiny, progress=False, retries=1)         # an IntegrityError never falls back
+        datasets.load_or_standin(tiny, progress=False, retries=1)    # an IntegrityError never falls back
     assert cached_files(tiny) == []
 
 
@@ -181,8 +185,9 @@ def test_a_never_ending_body_is_refused_at_the_size_limit_without_keeping_it(ser
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert isinstance(error, datasets.IntegrityError)
-    assert f"test-endless: {server.url}{big.filename}: the server sent more than {limit:,} bytes" in str(error)
-    assert seconds < 30 and peak < limit / 8 and len(server.requests) == 1     # streamed to disk, not retried
+    assert f"test-endless: {server.url}{big.filename}: the server sent more than {limit:,} bytes" \
+        in str(error)
+    assert seconds < 30 and peak < limit / 8 and len(server.requests) == 1   # streamed to disk, not retried
     assert cached_files(big) == []
 
 
@@ -234,7 +239,8 @@ def test_an_empty_setting_means_snap(monkeypatch):
 def test_plain_http_is_accepted_with_a_warning(server, capsys):
     assert same_graph(load())
     out = capsys.readouterr().out
-    assert f"WARNING: test-dl: {server.url}{SMALL.filename} is plain http://: the transfer is not authenticated" in out
+    assert (f"WARNING: test-dl: {server.url}{SMALL.filename} is plain http://: the transfer is not "
+            f"authenticated") in out
 
 
 def test_https_to_a_plain_http_server_says_so_not_certificate(server, monkeypatch):
@@ -253,7 +259,8 @@ def tls_server(tmp_path):
         pytest.skip("needs the openssl command to make a self-signed certificate")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True, timeout=60)
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True,
+                   timeout=60)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     listener = socket.create_server(("127.0.0.1", 0))
@@ -282,7 +289,8 @@ def tls_server(tmp_path):
 def test_a_certificate_that_cannot_be_trusted_is_named(tls_server, monkeypatch, tmp_path):
     monkeypatch.setenv(datasets.BASE_URL_VARIABLE, tls_server)
     monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "data"))
-    with pytest.raises(datasets.DownloadError, match=r"the server's TLS certificate was refused \(self.signed"):
+    with pytest.raises(datasets.DownloadError,
+                       match=r"the server's TLS certificate was refused \(self.signed"):
         load(retries=2)
 
 
@@ -302,7 +310,8 @@ def test_a_refused_connection_is_short_and_free_of_library_noise(server, monkeyp
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(retries=0), "retries must be at least 1"), (dict(retries=2.5), "retries must be an integer"),
-    (dict(timeout=0), "timeout must be positive"), (dict(deadline=float("inf")), "deadline must be positive and finite"),
+    (dict(timeout=0), "timeout must be positive"),
+    (dict(deadline=float("inf")), "deadline must be positive and finite"),
     (dict(deadline=-1), "deadline must be positive"), (dict(timeout="30"), "timeout must be a number"),
     (dict(progress="no"), "progress must be True or False"),
 ])

@@ -1,15 +1,18 @@
-"""Edge-list files as SNAP writes them ('#' comments, two integer ids per line, optionally gzipped): read
-with a length limit on every line and a check of host memory before parsing, written back, and opened only
-as regular files (a FIFO where a file should be is refused, never read).
+"""Graph files: edge lists as SNAP writes them ('#' comments, two integer ids per line, optionally gzipped),
+read with a length limit on every line and a check of host memory before parsing, and written back; and the
+.npz form the caches keep (written atomically, read back checked). Files are opened only if they are regular
+files: a FIFO where a file should be is refused, never read.
 """
 from __future__ import annotations
 
 import contextlib
 import errno
 import gzip
+import hashlib
 import os
 import re
 import stat
+import tempfile
 import warnings
 import zlib
 from dataclasses import dataclass
@@ -17,14 +20,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .graph import (INT64_LIMIT, PARSE_BYTES_PER_LINE, ArgumentError, Graph, GraphFormatError, GraphFormatWarning,
-                    check_flag, check_host_memory, check_integer, from_edges, relabel)
+from .graph import (INT64_LIMIT, PARSE_BYTES_PER_LINE, ArgumentError, Graph, GraphFormatError,
+                    GraphFormatWarning, check_csr, check_flag, check_host_memory, check_integer, from_edges,
+                    offsets_dtype, relabel)
 
 UTF8_BOM = b"\xef\xbb\xbf"
+ARRAYS = ("out_offsets", "out_targets", "in_offsets", "in_sources", "out_degree", "original_ids")   # in .npz
 
 
 class NotRegularFileError(OSError):
-    """A FIFO, device, socket or folder where a file was expected: refused without reading (which could block)."""
+    """A FIFO, device, socket or folder where a file was expected: refused unread (reading could block)."""
 
     def __str__(self) -> str:
         return f"{self.filename}: {self.strerror}"
@@ -32,7 +37,7 @@ class NotRegularFileError(OSError):
 
 _READ_ERRORS = (EOFError, OSError, zlib.error)
 _INTEGER = re.compile(r"[+-]?[0-9]+")
-_LINE = re.compile(r"[ \t]*[+-]?[0-9]+[ \t]+[+-]?[0-9]+[ \t]*")   # an edge line, comment and line end removed
+_LINE = re.compile(r"[ \t]*[+-]?[0-9]+[ \t]+[+-]?[0-9]+[ \t]*")   # an edge line without comment or end
 _COMMENT = re.compile(rb"#[^\n]*")
 _BODY_BYTES = b"0123456789+- \t\r\n"       # all an edge list holds outside its comments
 UNDIRECTED_HINT_EDGES = 10   # fewer non-loop edges than this: too few to guess from how they are listed
@@ -56,7 +61,8 @@ def open_regular(path):
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise NotRegularFileError(errno.EINVAL, f"it is {_kind(mode)}, not a regular file", os.fspath(path))
+            raise NotRegularFileError(errno.EINVAL, f"it is {_kind(mode)}, not a regular file",
+                                      os.fspath(path))
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -75,8 +81,9 @@ def _opened(path: Path):
 
 
 def _too_long(path: Path, number: int) -> GraphFormatError:
-    return GraphFormatError(f"{path}: line {number:,} is longer than {MAX_LINE_BYTES:,} bytes, which no edge "
-                            f"list holds (two ids per line): the file is not an edge list, or it is damaged")
+    return GraphFormatError(f"{path}: line {number:,} is longer than {MAX_LINE_BYTES:,} bytes, which no "
+                            f"edge list holds (two ids per line): the file is not an edge list, or it is "
+                            f"damaged")
 
 
 def _lines(raw, path: Path):
@@ -93,7 +100,8 @@ def _lines(raw, path: Path):
 
 
 def _damaged(path: Path, error) -> GraphFormatError:
-    what = "the compressed file is damaged or truncated" if path.suffix == ".gz" else "the file cannot be read"
+    what = ("the compressed file is damaged or truncated" if path.suffix == ".gz" else
+            "the file cannot be read")
     return GraphFormatError(f"{path}: {what} ({type(error).__name__}: {error})")
 
 
@@ -125,8 +133,9 @@ def _scan(path: Path, max_lines: int | None) -> tuple[int | None, bool]:
                 if long.size:
                     raise _too_long(path, lines + int(long[0]) + 1)
                 body = _COMMENT.sub(b"", block) if b"#" in block else block
-                if body.translate(None, _BODY_BYTES) or b"\r" in body and body.count(b"\r") != body.count(b"\r\n"):
-                    return None, bom                                  # a byte that is not ours, or a lone \r
+                lone_cr = b"\r" in body and body.count(b"\r") != body.count(b"\r\n")
+                if lone_cr or body.translate(None, _BODY_BYTES):     # a byte that is not ours
+                    return None, bom
                 squeezed = body.translate(None, b" \t\r")
                 blank = 0
                 if squeezed.startswith(b"\n") or b"\n\n" in squeezed:
@@ -159,7 +168,8 @@ def _first_bad_line(path: Path, num_vertices: int | None) -> str | None:
                 if value < 0:
                     return f"line {number}: negative vertex id {value}"
                 if value >= INT64_LIMIT:
-                    return f"line {number}: vertex id {value} does not fit in 64 bits (ids must lie below 2**63)"
+                    return (f"line {number}: vertex id {value} does not fit in 64 bits (ids must lie below "
+                            f"2**63)")
                 if num_vertices is not None and value >= num_vertices:
                     return (f"line {number}: vertex id {value} is beyond the declared vertex count "
                             f"{num_vertices} (ids run 0..{num_vertices - 1})")
@@ -184,7 +194,7 @@ def _parse(path: Path, count: int, bom: bool) -> np.ndarray | None:
     check_host_memory(count * PARSE_BYTES_PER_LINE, f"reading {count:,} edge lines of {path.name}",
                       f"{PARSE_BYTES_PER_LINE} bytes per line", "read a smaller file")
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)          # "line ... not counted towards max_rows": known
+        warnings.simplefilter("ignore", UserWarning)          # "... not counted towards max_rows": known
         warnings.simplefilter("error", DeprecationWarning)    # NumPy < 2.1 reads '1.5' as 1, with a warning
         try:
             if not bom:                                       # NumPy's own file reader: the fast path
@@ -200,9 +210,9 @@ def _parse(path: Path, count: int, bom: bool) -> np.ndarray | None:
 def read_edge_pairs(path, num_vertices: int | None = None, *, max_lines: int | None = None) -> np.ndarray:
     """The (k, 2) int64 array of id pairs in a SNAP-style edge list, one row per edge line, checked:
     integers only, two per line, none negative, all below ``num_vertices`` when it is given. Comments may
-    hold any bytes; a malformed body line, or any line over MAX_LINE_BYTES, raises GraphFormatError naming the
-    file and the line. With ``max_lines``, reading stops after one line more and a longer file is refused:
-    memory and time stay bounded even for a compressed file that expands without end."""
+    hold any bytes; a malformed body line, or any line over MAX_LINE_BYTES, raises GraphFormatError naming
+    the file and the line. With ``max_lines``, reading stops after one line more and a longer file is
+    refused: memory and time stay bounded even for a compressed file that expands without end."""
     path = _existing(path)
     if num_vertices is not None:
         num_vertices = check_integer(num_vertices, "num_vertices", minimum=1)
@@ -240,14 +250,17 @@ class EdgeListHeader:
         return False if re.search(r"\bdirected\b", text) else None
 
     def mismatch(self, vertices: int, edge_lines: int, *, relabelled: bool = True) -> str | None:
-        """How the header's counts disagree with the graph read (its vertices, the body's edge lines), or None."""
-        if (self.nodes is None or self.nodes == vertices) and (self.edges is None or self.edges == edge_lines):
+        """How the header's counts disagree with the graph read (its vertices, the body's edge lines)."""
+        edges_agree = self.edges is None or self.edges == edge_lines
+        if (self.nodes is None or self.nodes == vertices) and edges_agree:
             return None
-        said = " and ".join(f"{v:,} {w}" for v, w in ((self.nodes, "nodes"), (self.edges, "edges")) if v is not None)
+        said = " and ".join(f"{v:,} {w}" for v, w in ((self.nodes, "nodes"), (self.edges, "edges"))
+                            if v is not None)
         found = f"{vertices:,} {'distinct ids' if relabelled else 'vertices'} and {edge_lines:,} edge lines"
-        if (self.edges is None or self.edges == edge_lines) and relabelled and self.nodes > vertices:
-            return (f"the header says {said}, the body has {found}: {self.nodes - vertices:,} vertices have no edge "
-                    f"in the file (an edge list cannot list isolated vertices) and are not in the graph")
+        if edges_agree and relabelled and self.nodes > vertices:
+            return (f"the header says {said}, the body has {found}: {self.nodes - vertices:,} vertices have "
+                    f"no edge in the file (an edge list cannot list isolated vertices) and are not in the "
+                    f"graph")
         return f"the header says {said}, the body has {found}; the file may be incomplete or altered"
 
 
@@ -262,7 +275,8 @@ def read_header(path) -> EdgeListHeader:
         with _opened(path) as raw:
             for number, line in _lines(raw, path):
                 stripped = line.decode("latin-1").strip()
-                if not stripped.startswith("#") and stripped or len(lines) >= HEADER_LINES or number > 10_000:
+                if stripped and not stripped.startswith("#") or len(lines) >= HEADER_LINES \
+                        or number > 10_000:                  # blank lines count too: a run of them ends
                     break
                 if stripped:
                     lines.append(stripped[:1000])
@@ -291,9 +305,10 @@ def graph_from_pairs(pairs: np.ndarray, *, relabel_ids: bool = True, num_vertice
         src, dst, original_ids = relabel(src, dst)
         if num_vertices is not None and num_vertices != original_ids.size:
             raise GraphFormatError(
-                f"num_vertices={num_vertices:,}, but the edges hold {original_ids.size:,} distinct ids; with "
-                f"relabel_ids=True the graph has exactly one vertex per distinct id (relabelling cannot name "
-                f"isolated vertices). Pass relabel_ids=False to keep the ids and have vertices 0..num_vertices-1")
+                f"num_vertices={num_vertices:,}, but the edges hold {original_ids.size:,} distinct ids; "
+                f"with relabel_ids=True the graph has exactly one vertex per distinct id (relabelling "
+                f"cannot name isolated vertices). Pass relabel_ids=False to keep the ids and have vertices "
+                f"0..num_vertices-1")
         return from_edges(src, dst, original_ids.size, undirected=undirected,
                           original_ids=original_ids, name=name)
     return from_edges(src, dst, num_vertices, undirected=undirected, name=name)
@@ -335,8 +350,8 @@ def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None =
     path = _existing(path)
     header = read_header(path)
     pairs = read_edge_pairs(path, None if relabel_ids else num_vertices)
-    graph = graph_from_pairs(pairs, relabel_ids=relabel_ids, num_vertices=num_vertices, undirected=undirected,
-                             name=name or path.name.split(".")[0])
+    graph = graph_from_pairs(pairs, relabel_ids=relabel_ids, num_vertices=num_vertices,
+                             undirected=undirected, name=name or path.name.split(".")[0])
     if header.nodes is not None or header.edges is not None:
         problem = header.mismatch(graph.num_vertices, pairs.shape[0], relabelled=relabel_ids)
         if problem:
@@ -347,13 +362,13 @@ def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None =
             why = ("its header says the graph is undirected" if said else
                    "every pair is listed once, from the smaller id to the larger (or always the other way), "
                    "which is how SNAP stores an undirected graph")
-            warnings.warn(f"{path}: read as directed, but {why}; each line became one directed edge. If the graph "
-                          f"is undirected, read it with read_edge_list(..., undirected=True)",
+            warnings.warn(f"{path}: read as directed, but {why}; each line became one directed edge. If the "
+                          f"graph is undirected, read it with read_edge_list(..., undirected=True)",
                           GraphFormatWarning, stacklevel=2)
     elif header.undirected is False:
-        warnings.warn(f"{path}: read as undirected, but its header says the graph is directed; each line became "
-                      f"two edges. If it is directed, read it with undirected=False", GraphFormatWarning,
-                      stacklevel=2)
+        warnings.warn(f"{path}: read as undirected, but its header says the graph is directed; each line "
+                      f"became two edges. If it is directed, read it with undirected=False",
+                      GraphFormatWarning, stacklevel=2)
     return graph
 
 
@@ -380,3 +395,76 @@ def write_edge_list(graph: Graph, path, *, header: str | None = None) -> Path:
         data = gzip.compress(data, compresslevel=6, mtime=0)
     path.write_bytes(data)
     return path
+
+
+# --- the .npz form: a Graph's arrays, written atomically, read back checked ---------------------------
+
+def arrays_sha256(arrays: dict) -> str:
+    """A content hash of a graph's arrays: names, dtypes, lengths and bytes, in the order of ARRAYS."""
+    digest = hashlib.sha256()
+    for key in (k for k in ARRAYS if k in arrays):
+        array = np.ascontiguousarray(arrays[key])
+        digest.update(f"{key}:{array.dtype.str}:{array.size};".encode())
+        digest.update(array)
+    return digest.hexdigest()
+
+
+def write_atomically(path: Path, write) -> None:
+    """Write through a temporary file in the same folder and rename it over ``path``: a reader sees the old
+    file or the new one, never a partial or empty one."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def save_npz(graph: Graph, path: Path, keys=ARRAYS) -> str:
+    """Write the graph's arrays named in ``keys`` to ``path`` (np.savez, atomically); their content hash."""
+    arrays = {k: getattr(graph, k) for k in keys}
+    write_atomically(path, lambda f: np.savez(f, **arrays))
+    return arrays_sha256(arrays)
+
+
+def load_npz(path: Path, num_vertices: int, num_edges: int, *, sha256: str, name: str,
+             keys=ARRAYS) -> Graph:
+    """The Graph that ``save_npz`` wrote, read with np.load(allow_pickle=False) from a regular file only;
+    each array after its .npy header gave the dtype and length the counts imply, and the host's memory was
+    checked, so that a damaged or hostile file makes us allocate nothing else; then the CSR rules and the
+    content hash. Raises GraphFormatError saying what is wrong (OSError where the file cannot be opened)."""
+    n, m = num_vertices, num_edges
+    wanted = {"out_offsets": (offsets_dtype(m), n + 1), "out_targets": (np.int32, m),
+              "in_offsets": (offsets_dtype(m), n + 1), "in_sources": (np.int32, m),
+              "out_degree": (np.int32, n), "original_ids": (np.int64, n)}
+    wanted = {key: (np.dtype(wanted[key][0]), wanted[key][1]) for key in keys}
+    check_host_memory(sum(d.itemsize * size for d, size in wanted.values()), f"reading {path.name}",
+                      f"{n:,} vertices and {m:,} edges", "delete the file")
+    with open_regular(path) as f, np.load(f, allow_pickle=False) as archive:
+        found = sorted(getattr(archive, "files", []))
+        if found != sorted(wanted):
+            raise GraphFormatError(f"{path.name} holds {', '.join(found) or 'no arrays'}, not the arrays "
+                                   f"expected")
+        for key, (dtype, size) in wanted.items():
+            with archive.zip.open(f"{key}.npy") as member:
+                version = np.lib.format.read_magic(member)
+                if version not in ((1, 0), (2, 0)):
+                    raise GraphFormatError(f"{key}: unknown .npy version {version}")
+                reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    np.lib.format.read_array_header_2_0
+                shape, _, stored = reader(member)
+            if stored != dtype or shape != (size,):
+                raise GraphFormatError(f"{key} is {stored} of shape {shape}, expected {dtype} of ({size},)")
+        arrays = {key: archive[key] for key in wanted}
+    check_csr(n, **arrays, thorough=False)      # row order and transposition: the content hash says
+    if "original_ids" in arrays and n > 1 and not (np.diff(arrays["original_ids"]) > 0).all():
+        raise GraphFormatError("original_ids are not increasing")
+    if arrays_sha256(arrays) != sha256:
+        raise GraphFormatError("the arrays do not match their recorded content hash")
+    return Graph(n, name=name, **arrays)
