@@ -361,6 +361,16 @@ def test_a_header_with_line_breaks_stays_one_comment(tmp_path):
     assert path.read_text().splitlines()[0] == "# two lines 5 6"
 
 
+def test_a_file_of_endless_comments_or_blank_lines_is_refused_early(tmp_path):
+    path = tmp_path / "blank.txt.gz"
+    for filler, what in ((b"\n", "blank or comment lines"), (b"# again\n", "blank or comment lines")):
+        path.write_bytes(gzip.compress(b"0 1\n" + filler * 2_000_000))
+        start = time.monotonic()
+        with pytest.raises(GraphFormatError, match=rf"blank\.txt\.gz: more than 1,000 {what}"):
+            read_edge_pairs(path, max_lines=1_000)
+        assert time.monotonic() - start < 5
+
+
 def test_reading_stops_after_max_lines(tmp_path):
     path = tmp_path / "long.txt.gz"
     path.write_bytes(gzip.compress(b"# a compressed file that expands far beyond what it claims\n"
