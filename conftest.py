@@ -1,7 +1,8 @@
 """Test-wide switches: GPU tests and GPU notebooks are skipped, with a short reason, where there is no GPU,
 and the run ends with each skip reason once, counted; lecture 30 downloads from a loopback server that
 serves a generated web-Google-sized SNAP file, checked against that file's own structure statistics
-(announced in the run) instead of SNAP's published ones."""
+(announced in the run) instead of SNAP's published ones, and named as what it is wherever a lecture prints
+the graph's name."""
 import json
 import os
 import re
@@ -21,18 +22,22 @@ _mirror = {}
 
 def _start_web_google_mirror():
     """Serve a generated file with web-Google's counts and sparse ids; point the data settings at it. The
-    generated graph is not SNAP's, so its statistics go to a file that $PAGERANK_DATA_STATISTICS names."""
+    generated graph is not SNAP's, so its statistics, and the name a loaded graph carries (never
+    "web-Google"), go to a file that $PAGERANK_DATA_STATISTICS names."""
     from helpers import datasets
     from helpers.generators import rmat_graph
     from snapserver import SnapServer, snap_file
 
     folder = Path(tempfile.mkdtemp(prefix="pagerank-mirror-"))
     ds = datasets.DATASETS["web-Google"]
-    graph = rmat_graph(ds.vertices, ds.listed_edges, seed=2002, name="generated web-Google-sized test file")
+    name = (f"generated R-MAT graph from the test mirror ({ds.vertices:,} vertices, "
+            f"{ds.listed_edges:,} edges)")
+    graph = rmat_graph(ds.vertices, ds.listed_edges, seed=2002, name=name)
     server = SnapServer()
     server.serve(ds.filename, snap_file(graph, folder / ds.filename, id_space=916_428).read_bytes())
     statistics = folder / "statistics.json"
-    statistics.write_text(json.dumps({ds.name: datasets.statistics_of(graph, undirected=not ds.directed)}))
+    entry = {**datasets.statistics_of(graph, undirected=not ds.directed), datasets.DISPLAY_NAME: name}
+    statistics.write_text(json.dumps({ds.name: entry}))
     os.environ[datasets.STATISTICS_VARIABLE] = str(statistics)
     os.environ[datasets.BASE_URL_VARIABLE] = server.url
     os.environ["PAGERANK_DATA_DIR"] = str(folder / "data")     # never the user's own cache

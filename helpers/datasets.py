@@ -1,68 +1,47 @@
 """Real graphs from SNAP: a registry, a checked download into the cache, and an announced offline stand-in.
 
-A download streams into a staging folder with a progress bar, an overall deadline and a stall detector (a
-minimum throughput over a sliding window), and is retried where retrying can help. It is parsed and moved
-into the cache only once its gzip stream, its hash (where one is pinned), its vertex and edge counts and its
-structure (the connected-component sizes SNAP publishes) are right. The parsed graph is cached as .npz,
-written atomically, and used again only after its arrays pass the CSR checks and a content hash.
+A download (helpers.download: pooch, a per-read timeout, a deadline, a size limit, retries) goes into a
+staging folder and moves into the cache only once its gzip stream, its hash (where one is pinned), its
+vertex and edge counts and its structure (the connected-component sizes SNAP publishes) are right. The
+parsed graph is cached as .npz, written atomically, and used again only after its arrays pass the CSR
+checks and a content hash (helpers.graphfiles).
 """
 from __future__ import annotations
 
 import hashlib
 import json
-import math
-import numbers
 import os
 import shutil
-import socket
-import ssl
 import tempfile
-import threading
 import time
 import warnings
-import zipfile
-from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote, urlsplit
 
 import numpy as np
 
 from .course import describe_path, DATA_DIR_VARIABLE, data_dir
-from .graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_csr, check_flag,
-                    check_integer, graph_from_pairs, offsets_dtype, read_edge_pairs, read_header)
+from .download import DownloadError, IntegrityError, fetch
+from .graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_flag, check_integer,
+                    statistics_of)
+from .graphfiles import (ARRAYS, graph_from_pairs, load_npz, open_regular, read_edge_pairs, read_header,
+                         save_npz, write_atomically)
 
 BASE_URL_VARIABLE = "PAGERANK_DATA_URL"
 STATISTICS_VARIABLE = "PAGERANK_DATA_STATISTICS"
 DEFAULT_BASE_URL = "https://snap.stanford.edu/data/"
 CACHE_FORMAT = 2
-USER_CACHE = ("~", ".cache", "pagerank-on-the-gpu")   # where the cache goes when the data directory is read-only
-
-MIN_RATE = 10_000          # bytes/s: a transfer slower than this over a whole window counts as stalled
-STALL_WINDOW = 30.0        # seconds: the sliding window of the stall detector
-DEADLINE_SLACK = 120.0     # seconds: the default deadline is this plus the size over MIN_RATE
-BYTES_PER_EDGE_GUESS = 16  # for the default deadline when the server sends no size (SNAP's gzip: ~4 per edge)
-MAX_BYTES_PER_EDGE = 64    # a SNAP edge line is at most ~40 bytes: a body larger than this per edge is not it
-RETRY_PAUSE = 1.0          # seconds before the second attempt, doubled for each further one (at most 8x)
-MAX_REDIRECTS = 10
-CHUNK = 1 << 16
-
+USER_CACHE = ("~", ".cache", "pagerank-on-the-gpu")   # the cache where the data directory is read-only
+BYTES_PER_EDGE_GUESS = 16  # for the deadline until the server sends a size (SNAP's gzip: ~4 per edge)
+MAX_BYTES_PER_EDGE = 64    # a SNAP edge line is at most ~40 bytes: a larger body per edge is not the file
+STALE_STAGING = 24 * 3600  # seconds: a staging folder this old was left by an interrupted run
+STANDIN_VERSION = 1        # raised whenever a generator changes what it makes for the same seed
+STANDIN_ARRAYS = ARRAYS[:-1]
 STATISTICS = {             # what SNAP's dataset pages publish, in SNAP's words
-    "edges": "edges",
-    "wcc_nodes": "nodes in the largest WCC",
-    "wcc_edges": "edges in the largest WCC",
-    "scc_nodes": "nodes in the largest SCC",
-    "scc_edges": "edges in the largest SCC",
-}
-ARRAYS = ("out_offsets", "out_targets", "in_offsets", "in_sources", "out_degree", "original_ids")
-
-
-class DownloadError(RuntimeError):
-    """The file could not be fetched (network, host, HTTP status, deadline, stall); nothing was cached."""
-
-
-class IntegrityError(RuntimeError):
-    """The file arrived but is not what the registry describes; nothing was cached."""
+    "edges": "edges", "wcc_nodes": "nodes in the largest WCC", "wcc_edges": "edges in the largest WCC",
+    "scc_nodes": "nodes in the largest SCC", "scc_edges": "edges in the largest SCC"}
+DISPLAY_NAME = "name"      # in a $PAGERANK_DATA_STATISTICS entry: what the served file is (the Graph's name)
 
 
 class UnknownDatasetError(KeyError):
@@ -80,10 +59,10 @@ class URLSettingError(SettingError, DownloadError):
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """Statistics SNAP publishes for a dataset, counted as SNAP counts them: distinct edges (for an undirected
-    graph a pair once), and the nodes and edges (both ends inside) of the largest weakly and strongly
-    connected components. SNAP publishes no checksum; these catch a file altered with the same counts.
-    None: not confirmed from a source, so not checked."""
+    """Statistics SNAP publishes for a dataset, counted as SNAP counts them: distinct edges (for an
+    undirected graph a pair once), and the nodes and edges (both ends inside) of the largest weakly and
+    strongly connected components. SNAP publishes no checksum; these catch a file altered with the same
+    counts. None: not confirmed from a source, so not checked."""
 
     edges: int | None = None
     wcc_nodes: int | None = None
@@ -152,27 +131,25 @@ DATASETS = {d.name: d for d in [
 
 
 def dataset(name_or_dataset) -> Dataset:
+    """The registry's Dataset of that name (a Dataset passes through); else UnknownDatasetError."""
     if isinstance(name_or_dataset, Dataset):
         return name_or_dataset
     try:
         return DATASETS[name_or_dataset]
     except (KeyError, TypeError):
-        raise UnknownDatasetError(f"unknown dataset {name_or_dataset!r}; known: {', '.join(DATASETS)}") from None
+        raise UnknownDatasetError(f"unknown dataset {name_or_dataset!r}; known: "
+                                  f"{', '.join(DATASETS)}") from None
 
 
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
-def sha256_of_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-# --- where downloads come from --------------------------------------------------------------------
+# --- where downloads come from and where the cache is ----------------------------------------------
 
 def base_url() -> str:
     """The address downloads come from: $PAGERANK_DATA_URL if set, else SNAP's. Only https:// and http://
@@ -201,32 +178,22 @@ def base_url() -> str:
     return value
 
 
-def _source_url(ds: Dataset) -> str:
-    return base_url().rstrip("/") + "/" + quote(ds.filename)
-
-
-# --- where the cache is ---------------------------------------------------------------------------
-
 def _candidate_roots() -> list[Path]:
     """Cache roots in order of preference: the data directory's cache/, the user cache, the temp folder."""
     roots = []
     try:
         roots.append(data_dir() / "cache")
-    except OSError:                                   # data_dir() creates the folder and fails where it cannot
+    except OSError:                           # data_dir() creates the folder and fails where it cannot
         configured = os.environ.get(DATA_DIR_VARIABLE)
         if configured:
             roots.append(Path(configured).expanduser() / "cache")
     try:
         roots.append(Path(*USER_CACHE).expanduser() / "cache")
-    except RuntimeError:                              # no home directory
+    except RuntimeError:                      # no home directory
         pass
     user = os.getuid() if hasattr(os, "getuid") else "user"
     roots.append(Path(tempfile.gettempdir()) / f"pagerank-on-the-gpu-{user}" / "cache")
-    unique = []
-    for root in roots:
-        if root not in unique:
-            unique.append(root)
-    return unique
+    return list(dict.fromkeys(roots))
 
 
 def _unwritable(folder: Path) -> str | None:
@@ -240,657 +207,240 @@ def _unwritable(folder: Path) -> str | None:
         return error.strerror or type(error).__name__
 
 
-def _cache_folder(ds: Dataset) -> tuple[Path, list[str]]:
-    """The first writable cache folder for ``ds`` and, for each one passed over, where and why."""
+def _cache_folder(name: str) -> tuple[Path, list[str]]:
+    """The first writable cache folder ``name`` and, for each root passed over, where and why."""
     passed = []
     for root in _candidate_roots():
-        why = _unwritable(root / ds.name)
+        why = _unwritable(root / name)
         if why is None:
-            return root / ds.name, passed
+            return root / name, passed
         passed.append(f"{root.parent} ({why})")
-    raise DownloadError(f"{ds.name}: no folder to keep the download in: cannot write to " + "; ".join(passed))
+    raise DownloadError(f"{name}: no folder to keep the download in: cannot write to " + "; ".join(passed))
 
 
 def cache_dir(name_or_dataset) -> Path:
-    """Where the dataset's cache is kept (created if need be): under the data directory, or, where that cannot
-    be written, the user cache ~/.cache/pagerank-on-the-gpu, or a folder in the temp directory."""
-    return _cache_folder(dataset(name_or_dataset))[0]
-
-
-# --- downloading ----------------------------------------------------------------------------------
-
-class _Retry(Exception):
-    """A failure another attempt may cure (connection, reset, timeout, stall, HTTP 5xx); says what happened."""
-
-
-@dataclass(frozen=True)
-class _Limits:
-    attempts: int
-    timeout: float            # seconds to connect, and at most for one read
-    deadline: float | None    # seconds for the whole download, retries included; None: from the size
-    min_rate: float           # bytes/s over every window of ``window`` seconds
-    window: float
-    max_bytes: int            # more than this is not the dataset
-    guess: int                # size to assume for the default deadline when the server sends none
-
-
-class _Transfer:
-    """What the thread reading the body and the caller's thread watching it share."""
-
-    def __init__(self):
-        self.received = 0
-        self.total = None                  # Content-Length, where the server sends one
-        self.answered = threading.Event()  # the status line and headers are in
-        self.answered_at = None            # time.time() then, for the progress bar's rate
-        self.done = threading.Event()
-        self.error = None
-        self.notes = []                    # warnings for the caller to print (a redirect to plain http)
-        self.sockets = []                  # open connections: shut down to stop a read that hangs
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        for sock in list(self.sockets):
-            try:
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)   # wakes a blocked read in the other thread
-            except (OSError, ValueError):
-                pass
-
-
-def _session(transfer: _Transfer):
-    """A requests session that records each connection it opens, so that a hung read can be stopped."""
-    import requests
-    from urllib3.connection import HTTPConnection, HTTPSConnection
-    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-
-    class Recorded:
-        def connect(self):
-            super().connect()
-            transfer.sockets.append(self.sock)
-
-    class Connection(Recorded, HTTPConnection):
-        pass
-
-    class TLSConnection(Recorded, HTTPSConnection):
-        pass
-
-    class Pool(HTTPConnectionPool):
-        ConnectionCls = Connection
-
-    class TLSPool(HTTPSConnectionPool):
-        ConnectionCls = TLSConnection
-
-    session = requests.Session()
-    adapter = requests.adapters.HTTPAdapter(max_retries=0)
-    adapter.poolmanager.pool_classes_by_scheme = {"http": Pool, "https": TLSPool}
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
-
-
-def _causes(error: BaseException) -> list[BaseException]:
-    """The error and everything it wraps (causes, contexts, urllib3's reasons, exceptions in args)."""
-    seen, todo = [], [error]
-    while todo:
-        item = todo.pop(0)
-        if not isinstance(item, BaseException) or any(item is s for s in seen):
-            continue
-        seen.append(item)
-        todo += [getattr(item, "reason", None), item.__cause__, item.__context__, *getattr(item, "args", ())]
-    return seen
-
-
-PLAIN_HTTP_REASONS = {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL",
-                      "HTTP_REQUEST", "UNEXPECTED_RECORD"}
-
-
-def _tls_problem(causes) -> str:
-    certificate = next((c for c in causes if isinstance(c, ssl.SSLCertVerificationError)), None)
-    if certificate is not None:
-        return (f"the server's TLS certificate was refused ({certificate.verify_message or certificate.reason}); "
-                f"the address may not be the server it claims to be")
-    tls = [c for c in causes if isinstance(c, ssl.SSLError)]
-    text = " ".join(str(c) for c in tls).lower()
-    if any(getattr(c, "reason", None) in PLAIN_HTTP_REASONS for c in tls) or any(
-            phrase in text for phrase in ("wrong version number", "record layer failure", "packet length too long")):
-        return ("the server does not speak TLS: it answered an https:// request in plain HTTP; check the scheme "
-                "of the address (a plain-HTTP mirror needs http://)")
-    reason = next((c.reason for c in tls if getattr(c, "reason", None)), None)
-    return f"the TLS connection failed ({reason or 'handshake error'})"
-
-
-def _connection_problem(causes) -> str:
-    """A short, library-free description of why a connection could not be made or was lost."""
-    if any(isinstance(c, socket.gaierror) or type(c).__name__ == "NameResolutionError" for c in causes):
-        return "the host name could not be resolved (no network, or a wrong address)"
-    if any(isinstance(c, ConnectionRefusedError) for c in causes):
-        return "the connection was refused (nothing listens at that address)"
-    if any(isinstance(c, ConnectionResetError) for c in causes):
-        return "the connection was reset"
-    if any(type(c).__name__ == "RemoteDisconnected" for c in causes):
-        return "the server closed the connection without answering"
-    system = next((c for c in causes if isinstance(c, OSError) and c.strerror), None)
-    return system.strerror if system is not None else type(causes[-1]).__name__
-
-
-def _classify(error: BaseException, transfer: _Transfer, limits: _Limits) -> BaseException:
-    """Turn whatever the HTTP stack raised into _Retry (worth another attempt) or DownloadError."""
-    import http.client
-
-    import requests
-
-    timeout = min(limits.timeout, limits.window)
-    causes = _causes(error)
-    if isinstance(error, (_Retry, DownloadError, IntegrityError)):
-        return error
-    if any(isinstance(c, ssl.SSLError) for c in causes) and not transfer.answered.is_set():
-        if any(isinstance(c, ssl.SSLEOFError) for c in causes):
-            return _Retry("the server closed the connection during the TLS handshake")
-        return DownloadError(_tls_problem(causes))
-    got = f"{transfer.received:,}" + (f" of {transfer.total:,}" if transfer.total is not None else "")
-    if isinstance(error, requests.exceptions.ConnectTimeout):
-        return _Retry(f"could not connect: no answer within {limits.timeout:g} s")
-    if any(isinstance(c, (requests.exceptions.ReadTimeout, socket.timeout, TimeoutError)) or
-           type(c).__name__ == "ReadTimeoutError" for c in causes):
-        return _Retry(f"the server sent nothing for {timeout:g} s" +
-                      (f" after {got} bytes" if transfer.answered.is_set() else " (no answer to the request)"))
-    if transfer.answered.is_set():
-        return _Retry(f"the connection was lost after {got} bytes ({_connection_problem(causes)})")
-    odd = next((c for c in causes if isinstance(c, http.client.HTTPException) and not isinstance(c, ConnectionError)
-                and type(c).__name__ != "IncompleteRead"), None)
-    if odd is not None:
-        return DownloadError(f"the server's answer is not valid HTTP ({type(odd).__name__})")
-    if isinstance(error, (requests.exceptions.ConnectionError, ConnectionError)):
-        problem = _connection_problem(causes)
-        if problem.startswith("the host name could not be resolved"):   # seconds later it will not resolve
-            return DownloadError(f"could not connect: {problem}")         # either: no network, say so at once
-        return _Retry(f"could not connect: {problem}")
-    if isinstance(error, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
-                          requests.exceptions.MissingSchema, ValueError, UnicodeError)):
-        return DownloadError(f"the address cannot be used ({type(error).__name__})")
-    return DownloadError(f"unexpected {type(error).__name__}: {str(error)[:200]}")
-
-
-def _receive(url: str, part: Path, limits: _Limits, transfer: _Transfer) -> None:
-    """Worker thread: request ``url`` (following redirects by hand, http(s) only) and stream the body
-    into ``part``; whatever goes wrong ends in ``transfer.error``."""
-    read_timeout = min(limits.timeout, limits.window)
-    try:
-        with _session(transfer) as session:
-            current = url
-            for _ in range(MAX_REDIRECTS + 1):
-                response = session.get(current, stream=True, allow_redirects=False, timeout=(limits.timeout, read_timeout),
-                                       headers={"Accept-Encoding": "identity", "Connection": "close",
-                                                "User-Agent": "pagerank-on-the-gpu"})
-                if not (response.is_redirect and response.headers.get("Location")):
-                    break
-                target = urljoin(current, response.headers["Location"])
-                response.close()
-                session.close()               # a fresh connection for the next hop: the server may close this one
-                scheme = urlsplit(target).scheme.lower()
-                if scheme not in ("http", "https"):
-                    raise DownloadError(f"the server redirected to {target[:200]!r}, which is not an http(s):// address")
-                if scheme == "http" and urlsplit(current).scheme.lower() == "https":
-                    transfer.notes.append(f"redirected from https:// to plain http:// ({target[:200]}): "
-                                          f"the transfer is not authenticated")
-                current = target
-            else:
-                raise DownloadError(f"more than {MAX_REDIRECTS} redirects")
-            with response:
-                status = response.status_code
-                reason = "".join(c for c in str(response.reason or "")[:60] if c.isprintable())
-                answer = f"the server answered HTTP {status}" + (f" ({reason})" if reason else "")
-                if status >= 500 or status in (408, 429):
-                    raise _Retry(answer)
-                if status != 200:
-                    raise DownloadError(answer)
-                length = response.headers.get("Content-Length", "").strip()
-                transfer.total = int(length) if length.isdigit() else None
-                if transfer.total is not None and transfer.total > limits.max_bytes:
-                    raise IntegrityError(f"the server announces {transfer.total:,} bytes, more than an edge list of "
-                                         f"this size can take ({limits.max_bytes:,}); it is not the dataset")
-                transfer.answered_at = time.time()
-                transfer.answered.set()
-                read = getattr(response.raw, "read1", None) or response.raw.read   # read1: whatever has arrived
-                try:
-                    out = open(part, "wb")
-                except OSError as error:
-                    raise DownloadError(f"could not write the download to {part.parent}: "
-                                        f"{error.strerror or error}") from None
-                with out:
-                    while not transfer.cancelled:
-                        chunk = read(CHUNK, decode_content=False)
-                        if not chunk:
-                            break
-                        try:
-                            out.write(chunk)
-                        except OSError as error:
-                            raise DownloadError(f"could not write the download to {part.parent}: "
-                                                f"{error.strerror or error}") from None
-                        transfer.received += len(chunk)
-                        if transfer.received > limits.max_bytes:
-                            raise IntegrityError(f"the server sent more than {limits.max_bytes:,} bytes, more than "
-                                                 f"an edge list of this size can take; it is not the dataset")
-            if not transfer.cancelled and transfer.total is not None and transfer.received < transfer.total:
-                raise _Retry(f"the connection closed after {transfer.received:,} of {transfer.total:,} bytes")
-    except BaseException as error:      # noqa: BLE001: the caller's thread reports it
-        transfer.error = _classify(error, transfer, limits)
-    finally:
-        transfer.done.set()
-
-
-def _attempt(url: str, part: Path, limits: _Limits, clock: dict, *, label: str, progress: bool) -> None:
-    """One attempt, watched from this thread: the deadline, the stall detector and the progress bar."""
-    from .progress import bar
-
-    transfer = _Transfer()
-    worker = threading.Thread(target=_receive, args=(url, part, limits, transfer), daemon=True,
-                              name=f"download of {label}")
-    shown = None
-
-    def show():                               # once the server has answered: notes, deadline, progress bar
-        nonlocal shown
-        if shown is None and transfer.answered.is_set():
-            for note in transfer.notes:
-                print(f"WARNING: {label}: {note}")
-            if clock["end"] is None:          # the default deadline, from the announced size where there is one
-                size = transfer.total if transfer.total is not None else limits.guess
-                clock["end"] = clock["start"] + DEADLINE_SLACK + size / limits.min_rate
-            shown = bar(transfer.total, label, unit="B", unit_scale=True, unit_divisor=1024, enabled=progress)
-            if progress:                      # the rate from the first byte on, not from the first look
-                shown.start_t = min(shown.start_t, transfer.answered_at)
-        if shown is not None:
-            shown.update(transfer.received - shown.n)
-
-    start = time.monotonic()
-    samples = deque([(start, 0)])
-    worker.start()
-    try:
-        while not transfer.done.wait(0.1):
-            now = time.monotonic()
-            show()
-            if clock["end"] is not None and now > clock["end"]:
-                transfer.cancel()
-                got = f"{transfer.received:,}" + (f" of {transfer.total:,}" if transfer.total is not None else "")
-                raise DownloadError(f"{url}: the download did not finish within its deadline of "
-                                    f"{clock['end'] - clock['start']:.0f} s ({got} bytes arrived); "
-                                    f"pass deadline= for more time")
-            samples.append((now, transfer.received))
-            while len(samples) > 2 and samples[1][0] <= now - limits.window:
-                samples.popleft()
-            elapsed = now - samples[0][0]
-            if elapsed >= limits.window and transfer.received - samples[0][1] < limits.min_rate * elapsed:
-                transfer.cancel()
-                raise _Retry(f"the transfer stalled: {transfer.received - samples[0][1]:,} bytes in the last "
-                             f"{elapsed:.0f} s, below the minimum of {limits.min_rate:,.0f} bytes/s")
-        show()
-        if transfer.error is not None:
-            raise transfer.error
-    finally:
-        if not transfer.done.is_set():
-            transfer.cancel()
-        if shown is not None:
-            shown.close()
-
-
-def _fetch(ds: Dataset, url: str, dest: Path, limits: _Limits, *, progress: bool, verbose: bool) -> None:
-    """Download ``url`` into ``dest``, retrying what retrying can cure, within one overall deadline."""
-    clock = {"start": time.monotonic(), "end": None}
-    if limits.deadline is not None:
-        clock["end"] = clock["start"] + limits.deadline
-    last = None
-    for attempt in range(1, limits.attempts + 1):
-        part = dest.with_name(f"{dest.name}.part{attempt}")   # a late write of an abandoned attempt cannot
-        try:                                                  # reach the next attempt's file
-            _attempt(url, part, limits, clock, label=ds.filename, progress=progress)
-            os.replace(part, dest)
-            return
-        except _Retry as retry:
-            last = str(retry)
-        except IntegrityError as error:
-            raise IntegrityError(f"{ds.name}: {url}: {error}") from None
-        except DownloadError as error:
-            message = str(error)
-            raise DownloadError(message if message.startswith(url) else f"{url}: {message}") from None
-        pause = RETRY_PAUSE * min(2.0 ** (attempt - 1), 8.0)
-        if attempt == limits.attempts or (clock["end"] is not None and time.monotonic() + pause > clock["end"]):
-            break
-        if verbose:
-            print(f"{ds.name}: attempt {attempt} of {limits.attempts} failed ({last}); trying again in {pause:g} s")
-        time.sleep(pause)
-    tries = f" ({attempt} attempts)" if attempt > 1 else ""
-    raise DownloadError(f"{url}: {last}{tries}")
+    """Where the dataset's cache is kept (created if need be): under the data directory, or, where that
+    cannot be written, the user cache ~/.cache/pagerank-on-the-gpu, or a folder in the temp directory."""
+    return _cache_folder(dataset(name_or_dataset).name)[0]
 
 
 # --- checking what arrived ------------------------------------------------------------------------
 
-def statistics_of(graph: Graph, *, undirected: bool = False) -> dict[str, int]:
-    """The statistics SNAP publishes, computed from a graph with SciPy: distinct edges, and the nodes and edges
-    (both ends inside) of the largest weakly and strongly connected components. ``undirected=True`` counts as
-    SNAP does for an undirected graph (built with both directions): a pair once, a self-loop once."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    if not isinstance(graph, Graph):
-        raise ArgumentError(f"expected a helpers.graph.Graph, got {type(graph).__name__}")
-    undirected = check_flag(undirected, "undirected")
-    n = graph.num_vertices
-    matrix = csr_matrix((np.ones(graph.num_edges, dtype=np.int8), graph.out_targets, graph.out_offsets),
-                        shape=(n, n))
-    src, dst = graph.edges()
-    loops = src == dst
-
-    def count(inside) -> int:
-        edges = int(inside.sum())
-        return (edges + int((inside & loops).sum())) // 2 if undirected else edges
-
-    found = {"edges": count(np.ones(graph.num_edges, dtype=bool))}
-    for key, connection in (("wcc", "weak"), ("scc", "strong")):
-        labels = connected_components(matrix, directed=True, connection=connection)[1]
-        sizes = np.bincount(labels)
-        largest = int(np.argmax(sizes))
-        inside = labels == largest
-        found[f"{key}_nodes"] = int(sizes[largest])
-        found[f"{key}_edges"] = count(inside[src] & inside[dst])
-    return found
-
-
-def _statistics_file(path: str) -> dict[str, dict[str, int]]:
+def _statistics_file(path: str) -> dict[str, dict]:
     usage = (f"it must name a JSON file {{dataset name: {{statistic: number}}}} with statistics among "
-             f"{', '.join(STATISTICS)}")
+             f"{', '.join(STATISTICS)} (and optionally {DISPLAY_NAME!r}: what the served file is)")
     try:
-        with open(Path(path).expanduser(), "rb") as f:
+        with open_regular(Path(path).expanduser()) as f:
             table = json.loads(f.read(1 << 20))
     except (OSError, ValueError) as error:
         raise SettingError(f"${STATISTICS_VARIABLE}={path!r} cannot be used ({error}); {usage}") from None
     if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
         raise SettingError(f"${STATISTICS_VARIABLE}={path!r} cannot be used: {usage}")
     for name, entry in table.items():
-        unknown = sorted(set(entry) - set(STATISTICS))
-        bad = [k for k, v in entry.items() if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0)]
-        if unknown or bad:
-            raise SettingError(f"${STATISTICS_VARIABLE}={path!r}: entry {name!r} has "
-                               + (f"unknown statistics {unknown}" if unknown else f"non-integer values for {bad}")
-                               + f"; {usage}")
+        unknown = sorted(set(entry) - set(STATISTICS) - {DISPLAY_NAME})
+        bad = [k for k, v in entry.items() if k != DISPLAY_NAME and v is not None
+               and (isinstance(v, bool) or not isinstance(v, int) or v < 0)]
+        shown = entry.get(DISPLAY_NAME, "-")
+        named = isinstance(shown, str) and shown.strip() and shown.isprintable() and len(shown) <= 200
+        if unknown or bad or not named:
+            problem = (f"unknown statistics {unknown}" if unknown else f"non-integer values for {bad}" if bad
+                       else f"a {DISPLAY_NAME!r} that is not one line of at most 200 printable characters")
+            raise SettingError(f"${STATISTICS_VARIABLE}={path!r}: entry {name!r} has {problem}; {usage}")
     return table
 
 
-def expected_statistics(name_or_dataset) -> tuple[dict[str, int], str]:
-    """The statistics a download must match and who says so: SNAP's published ones from the registry, or,
-    where $PAGERANK_DATA_STATISTICS names a JSON file with an entry for the dataset, that entry instead (for
-    tests that serve generated files; announced on every use, since it replaces SNAP's numbers)."""
+def expected_statistics(name_or_dataset) -> tuple[dict[str, int], str, str | None]:
+    """The statistics a download must match, who says so, and the name its graph gets if not the dataset's:
+    SNAP's published statistics from the registry (no name), or, where $PAGERANK_DATA_STATISTICS names a
+    JSON file with an entry for the dataset, that entry instead (for tests that serve generated files: its
+    "name" says what the file is; announced, since it replaces SNAP's numbers)."""
     ds = dataset(name_or_dataset)
     path = os.environ.get(STATISTICS_VARIABLE)
     if path:
         table = _statistics_file(path)
         if ds.name in table:
-            print(f"NOTE: {ds.name}: integrity statistics taken from {describe_path(path)} (${STATISTICS_VARIABLE}) instead of "
-                  f"SNAP's published ones")
-            return {k: v for k, v in table[ds.name].items() if v is not None}, path
-    return (ds.fingerprint.pinned() if ds.fingerprint else {}), "SNAP"
+            print(f"NOTE: {ds.name}: integrity statistics taken from {describe_path(path)} "
+                  f"(${STATISTICS_VARIABLE}) instead of SNAP's published ones")
+            entry = table[ds.name]
+            return ({k: v for k, v in entry.items() if k != DISPLAY_NAME and v is not None}, path,
+                    entry.get(DISPLAY_NAME))
+    return (ds.fingerprint.pinned() if ds.fingerprint else {}), "SNAP", None
 
 
 def _check(ds: Dataset, path: Path) -> tuple[Graph, dict]:
-    """Parse the downloaded file and check its hash, counts and structure; returns the graph and what was seen."""
+    """Parse the downloaded file and check its hash, counts and structure; the graph and what was seen."""
     seen = sha256_of(path)
     if ds.sha256 and seen != ds.sha256:
         raise IntegrityError(f"{ds.name}: sha256 {seen} does not match the pinned {ds.sha256}; "
                              "the file was altered or is another version")
+    expected, source, shown = expected_statistics(ds)
     start = time.perf_counter()
     try:
         header = read_header(path)
-        pairs = read_edge_pairs(path, max_lines=ds.listed_edges)     # a file that expands without end stops here
-        graph = graph_from_pairs(pairs, undirected=not ds.directed, name=ds.name)
+        pairs = read_edge_pairs(path, max_lines=ds.listed_edges)   # a file that expands without end stops
+        graph = graph_from_pairs(pairs, undirected=not ds.directed, name=shown or ds.name)
     except GraphFormatError as error:
         raise IntegrityError(f"{ds.name}: the download cannot be parsed: {error}") from None
-    parse_s = time.perf_counter() - start
-    listed = pairs.shape[0]
+    parse_s, listed = time.perf_counter() - start, pairs.shape[0]
     if graph.num_vertices != ds.vertices or listed != ds.listed_edges:
-        raise IntegrityError(f"{ds.name}: expected {ds.vertices:,} vertices and {ds.listed_edges:,} listed edges, "
-                             f"the file gives {graph.num_vertices:,} and {listed:,}; it is incomplete or altered")
+        raise IntegrityError(f"{ds.name}: expected {ds.vertices:,} vertices and {ds.listed_edges:,} listed "
+                             f"edges, the file gives {graph.num_vertices:,} and {listed:,}; it is "
+                             f"incomplete or altered")
     problem = header.mismatch(graph.num_vertices, listed)
     if problem:
         warnings.warn(f"{ds.name}: {problem}", GraphFormatWarning, stacklevel=3)
     if header.undirected is not None and header.undirected == ds.directed:
         warnings.warn(f"{ds.name}: the file's header says {'un' if header.undirected else ''}directed, the "
-                      f"registry lists it as {'' if ds.directed else 'un'}directed; read as the registry says",
-                      GraphFormatWarning, stacklevel=3)
-    expected, source = expected_statistics(ds)
+                      f"registry lists it as {'' if ds.directed else 'un'}directed; read as the registry "
+                      f"says", GraphFormatWarning, stacklevel=3)
     who = "SNAP publishes" if source == "SNAP" else f"{source} says"
     start = time.perf_counter()
     found = statistics_of(graph, undirected=not ds.directed)
-    wrong = [f"{STATISTICS[k]}: {who} {v:,}, the file gives {found[k]:,}" for k, v in expected.items() if found[k] != v]
+    wrong = [f"{STATISTICS[k]}: {who} {v:,}, the file gives {found[k]:,}"
+             for k, v in expected.items() if found[k] != v]
     if wrong:
         raise IntegrityError(f"{ds.name}: the structure differs: " + "; ".join(wrong) +
                              "; the file was altered or is another version")
     info = {"sha256": seen, "sha256_pinned": ds.sha256 is not None, "vertices": graph.num_vertices,
-            "listed_edges": listed, "edges": graph.num_edges, "parse_seconds": round(parse_s, 3),
-            "statistics": found, "statistics_checked": sorted(expected), "statistics_source": source,
-            "check_seconds": round(time.perf_counter() - start, 3)}
+            "listed_edges": listed, "edges": graph.num_edges, "graph_name": graph.name,
+            "parse_seconds": round(parse_s, 3), "statistics": found, "statistics_checked": sorted(expected),
+            "statistics_source": source, "check_seconds": round(time.perf_counter() - start, 3)}
     return graph, info
 
 
-# --- the parsed-graph cache -----------------------------------------------------------------------
+# --- the parsed-graph cache: graph.npz and info.json ------------------------------------------------
 
 class _Unusable(Exception):
     """The cache is there but cannot be used; says why."""
 
 
-def _arrays_sha256(arrays: dict) -> str:
-    digest = hashlib.sha256()
-    for key in (k for k in ARRAYS if k in arrays):
-        array = np.ascontiguousarray(arrays[key])
-        digest.update(f"{key}:{array.dtype.str}:{array.size};".encode())
-        digest.update(array)
-    return digest.hexdigest()
-
-
-def _write_atomically(path: Path, write) -> None:
-    """Write through a temporary file in the same folder and rename it over ``path``: a reader sees the old
-    file or the new one, never a partial or empty one."""
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
-
-
-def _save(graph: Graph, folder: Path, info: dict) -> None:
-    arrays = {k: getattr(graph, k) for k in ARRAYS}
-    info = {"format": CACHE_FORMAT, **info, "arrays_sha256": _arrays_sha256(arrays)}
-    _write_atomically(folder / "graph.npz", lambda f: np.savez(f, **arrays))    # the arrays first: an info.json
-    _write_atomically(folder / "info.json", lambda f: f.write(json.dumps(info, indent=1).encode()))  # never
-    # describes arrays that are not there yet
+def _save(graph: Graph, folder: Path, info: dict, keys=ARRAYS) -> None:
+    digest = save_npz(graph, folder / "graph.npz", keys)          # the arrays first: an info.json never
+    info = {"format": CACHE_FORMAT, **info, "arrays_sha256": digest}      # describes arrays not there yet
+    write_atomically(folder / "info.json", lambda f: f.write(json.dumps(info, indent=1).encode()))
 
 
 def _read_info(folder: Path) -> dict | None:
-    """info.json as a dict, or None where it is missing; _Unusable where it is there but not a usable record."""
-    path = folder / "info.json"
-    if not path.is_file():
-        return None
+    """info.json as a dict; None where it is missing; _Unusable where it is there but not a usable record."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(folder / "info.json") as f:
             info = json.loads(f.read(1 << 20))
-    except (OSError, ValueError) as error:
-        raise _Unusable(f"info.json unreadable ({type(error).__name__})") from None
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as error:                  # a FIFO, a folder, a symlink loop, no permission
+        raise _Unusable(f"info.json: {error.strerror or error}") from None
+    except ValueError as error:
+        raise _Unusable(f"info.json unreadable ({type(error).__name__}: {str(error)[:100]})") from None
     if not isinstance(info, dict):
         raise _Unusable(f"info.json holds a {type(info).__name__}, not a record")
     return info
 
 
-def _read_arrays(path: Path, wanted: dict[str, tuple[np.dtype, int]]) -> dict[str, np.ndarray]:
-    """The arrays of graph.npz (as np.savez writes it: uncompressed members), each read straight from the file
-    only after its .npy header says the dtype and length expected, so that a damaged or hostile file can make
-    us allocate or parse nothing else; pickles are never loaded."""
-    with zipfile.ZipFile(path) as archive:
-        members = {info.filename: info for info in archive.infolist()}
-    if sorted(members) != sorted(f"{key}.npy" for key in wanted):
-        raise _Unusable(f"graph.npz holds {', '.join(sorted(members)) or 'nothing'}, not the arrays expected")
-    arrays = {}
-    with open(path, "rb") as f:
-        for key, (dtype, size) in wanted.items():
-            member = members[f"{key}.npy"]
-            if member.compress_type != zipfile.ZIP_STORED or member.flag_bits & 0x1:
-                raise _Unusable(f"{key} is compressed or encrypted")
-            f.seek(member.header_offset)
-            local = f.read(30)                                  # the zip local header: fixed part, then
-            if len(local) != 30 or local[:4] != b"PK\x03\x04":   # name and extra field of these lengths
-                raise _Unusable(f"{key}: damaged zip entry")
-            start = member.header_offset + 30 + int.from_bytes(local[26:28], "little") + \
-                int.from_bytes(local[28:30], "little")
-            f.seek(start)
-            version = np.lib.format.read_magic(f)
-            reader = {(1, 0): np.lib.format.read_array_header_1_0,
-                      (2, 0): np.lib.format.read_array_header_2_0}.get(version)
-            if reader is None:
-                raise _Unusable(f"{key}: unknown .npy version {version}")
-            shape, _, found = reader(f)
-            if found != dtype or shape != (size,):
-                raise _Unusable(f"{key} is {found} of shape {shape}, expected {np.dtype(dtype)} of ({size},)")
-            if f.tell() - start + size * dtype.itemsize > member.file_size:
-                raise _Unusable(f"{key} is truncated")
-            arrays[key] = np.fromfile(f, dtype=dtype, count=size)
-            if arrays[key].size != size:
-                raise _Unusable(f"{key} is truncated")
-    return arrays
-
-
-def _read_cache(ds: Dataset, folder: Path) -> Graph | None:
-    """The cached graph, or None where there is none; _Unusable where one is there but fails a check. Nothing
-    from the file is used before it passed: the record, the array headers, the CSR rules, the content hash."""
+def _cached_graph(folder: Path, record: dict, keys=ARRAYS) -> Graph | None:
+    """The graph cached in ``folder``, or None where there is none; _Unusable, saying why, where one is
+    there but its info.json differs from ``record`` or its arrays fail a check (graphfiles.load_npz)."""
     info = _read_info(folder)
     if info is None:
         return None
+    n, m, digest = info.get("vertices"), info.get("edges"), info.get("arrays_sha256")
+    shown = info.get("graph_name", info.get("name"))
+    if info.get("format") != CACHE_FORMAT:
+        raise _Unusable(f"cache format {info.get('format')!r}, this version writes {CACHE_FORMAT}")
+    if any(info.get(key) != value for key, value in record.items()):
+        raise _Unusable("it describes another dataset or version")
+    if not (all(isinstance(v, int) and not isinstance(v, bool) for v in (n, m)) and 0 < n and 0 <= m <= n * n
+            and isinstance(digest, str) and isinstance(shown, str) and shown.isprintable()):
+        raise _Unusable("info.json lacks the counts, the content hash or the graph's name")
     try:
-        if info.get("format") != CACHE_FORMAT:
-            raise _Unusable(f"cache format {info.get('format')!r}, this version writes {CACHE_FORMAT}")
-        if (info.get("name"), info.get("vertices"), info.get("listed_edges"), info.get("directed")) != (
-                ds.name, ds.vertices, ds.listed_edges, ds.directed):
-            raise _Unusable("it describes another dataset or version")
-        m, digest = info.get("edges"), info.get("arrays_sha256")
-        if isinstance(m, bool) or not isinstance(m, int) or not 0 <= m <= ds.vertices ** 2 or not isinstance(digest, str):
-            raise _Unusable("info.json lacks the edge count or the content hash")
-        n = ds.vertices
-        wanted = {"out_offsets": (np.dtype(offsets_dtype(m)), n + 1), "out_targets": (np.dtype(np.int32), m),
-                  "in_offsets": (np.dtype(offsets_dtype(m)), n + 1), "in_sources": (np.dtype(np.int32), m),
-                  "out_degree": (np.dtype(np.int32), n), "original_ids": (np.dtype(np.int64), n)}
-        arrays = _read_arrays(folder / "graph.npz", wanted)
-        check_csr(n, **arrays, thorough=False)      # row order and transposition: the content hash says
-        if n > 1 and not (np.diff(arrays["original_ids"]) > 0).all():
-            raise _Unusable("original_ids are not increasing")
-        if _arrays_sha256(arrays) != digest:
-            raise _Unusable("the arrays do not match their recorded content hash")
-    except _Unusable:
-        raise
+        return load_npz(folder / "graph.npz", n, m, sha256=digest, name=shown, keys=keys)
     except GraphFormatError as error:
         raise _Unusable(str(error)) from None
-    except Exception as error:       # noqa: BLE001: any damage (BadZipFile, EOFError, ...) means: parse again
+    except OSError as error:                  # a FIFO or a folder where graph.npz should be, ...
+        raise _Unusable(f"{Path(error.filename or 'graph.npz').name}: {error.strerror or error}") from None
+    except Exception as error:                # noqa: BLE001: any damage (BadZipFile, EOFError, ...)
         raise _Unusable(f"{type(error).__name__}: {str(error)[:100]}") from None
-    return Graph(n, name=ds.name, **arrays)
-
-
-def _load_cached(ds: Dataset, verbose: bool) -> tuple[Graph, Path] | None:
-    for root in _candidate_roots():
-        folder = root / ds.name
-        try:
-            graph = _read_cache(ds, folder)
-        except _Unusable as why:
-            if verbose:
-                print(f"{ds.name}: the cache in {describe_path(folder)} cannot be used ({why}); building it again")
-            continue
-        if graph is not None:
-            return graph, folder
-    return None
 
 
 # --- the public entry points ----------------------------------------------------------------------
 
-STALE_STAGING = 24 * 3600     # seconds: a staging folder this old was left by an interrupted run
-
-
-def _remove_stale_staging(folder: Path) -> None:
-    """Remove staging folders that interrupted runs left behind (a web-Google download is 20 MB each); a
-    young one may belong to a download running in another process, so it stays."""
-    now = time.time()
-    for staging in folder.glob(".download-*"):
-        try:
-            if now - staging.stat().st_mtime > STALE_STAGING:
-                shutil.rmtree(staging, ignore_errors=True)
-        except OSError:
-            pass
-
-
-def _seconds(value, name: str, *, allow_none: bool = False, allow_zero: bool = False) -> float | None:
-    if value is None and allow_none:
+def _seconds(value, name: str) -> float | None:
+    if value is None and name == "deadline":
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ArgumentError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    if not (math.isfinite(value) and (value > 0 or (allow_zero and value == 0))):
-        raise ArgumentError(f"{name} must be {'non-negative' if allow_zero else 'positive'} and finite, got {value}")
-    return value
+    if not (np.isfinite(value) and value > 0):
+        raise ArgumentError(f"{name} must be positive and finite, got {value}")
+    return float(value)
+
+
+def _download(ds: Dataset, folder: Path, raw: Path, limits: dict, progress: bool, verbose: bool):
+    """Download into a staging folder, check, and move the file into the cache only once it passed;
+    staging folders that interrupted runs left a day ago or more are removed first."""
+    url = base_url().rstrip("/") + "/" + quote(ds.filename)
+    if urlsplit(url).scheme.lower() == "http":
+        print(f"WARNING: {ds.name}: {url} is plain http://: the transfer is not authenticated; only the "
+              f"checks of counts and structure below can catch an altered file")
+    for old in folder.glob(".download-*"):
+        if time.time() - old.stat().st_mtime > STALE_STAGING:     # a young one may be another download's
+            shutil.rmtree(old, ignore_errors=True)
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=".download-", dir=folder))
+    except OSError as error:
+        raise DownloadError(f"{ds.name}: cannot stage the download in {folder} "
+                            f"({error.strerror or error})") from None
+    try:
+        if verbose:
+            print(f"{ds.name}: downloading {url}")
+        fetched = staging / ds.filename
+        fetch(url, fetched, name=ds.name, size_guess=BYTES_PER_EDGE_GUESS * ds.listed_edges, **limits,
+              progress=progress, verbose=verbose)
+        graph, info = _check(ds, fetched)
+        try:
+            os.replace(fetched, raw)
+        except OSError as error:
+            print(f"{ds.name}: could not keep the download in {describe_path(folder)} "
+                  f"({error.strerror or error}); the graph is used, but the file is not cached")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return graph, {"url": url, **info}
 
 
 def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.0, progress: bool = True,
-         verbose: bool = True, deadline: float | None = None, min_rate: float = MIN_RATE,
-         stall_window: float = STALL_WINDOW) -> Graph:
+         verbose: bool = True, deadline: float | None = None) -> Graph:
     """The dataset as a Graph: from the cache if there, else downloaded, checked and cached.
 
-    ``retries`` attempts at most; ``timeout`` seconds to connect (and for any one read); ``deadline`` seconds
-    for the whole download (default: 120 s plus the size at ``min_rate``); a transfer slower than ``min_rate``
-    bytes/s over any ``stall_window`` seconds counts as stalled. Raises DownloadError (nothing fetched) or
-    IntegrityError (fetched but wrong); neither leaves a file in the cache.
+    ``retries`` attempts at most; ``timeout`` seconds to connect and for any one read; ``deadline`` seconds
+    for the whole download, retries included (default: 120 s plus the size at 10 kB/s). Raises
+    DownloadError (nothing fetched) or IntegrityError (fetched but wrong); neither leaves a file in the
+    cache.
     """
     ds = dataset(name_or_dataset)
-    limits = _Limits(attempts=check_integer(retries, "retries", minimum=1), timeout=_seconds(timeout, "timeout"),
-                     deadline=_seconds(deadline, "deadline", allow_none=True),
-                     min_rate=_seconds(min_rate, "min_rate"), window=_seconds(stall_window, "stall_window"),
-                     max_bytes=(1 << 20) + MAX_BYTES_PER_EDGE * ds.listed_edges,
-                     guess=BYTES_PER_EDGE_GUESS * ds.listed_edges)
+    limits = {"retries": check_integer(retries, "retries", minimum=1),
+              "timeout": _seconds(timeout, "timeout"), "deadline": _seconds(deadline, "deadline"),
+              "max_bytes": (1 << 20) + MAX_BYTES_PER_EDGE * ds.listed_edges}
     progress, verbose = check_flag(progress, "progress"), check_flag(verbose, "verbose")
-    cached = _load_cached(ds, verbose)
-    if cached is not None:
-        if verbose:
-            print(f"{ds.name}: loaded from the cache in {describe_path(cached[1])}")
-        return cached[0]
-    folder, passed = _cache_folder(ds)
-    if passed:
-        print(f"{ds.name}: cannot write to {passed[0]}; keeping the cache in {describe_path(folder.parent)} instead")
-    raw = next((root / ds.name / ds.filename for root in _candidate_roots()    # a file kept earlier, maybe in a
-                if (root / ds.name / ds.filename).is_file()), folder / ds.filename)   # folder now read-only
-    url = ds.url
-    if not raw.is_file():
-        url = _source_url(ds)
-        if urlsplit(url).scheme.lower() == "http":
-            print(f"WARNING: {ds.name}: {url} is plain http://: the transfer is not authenticated; only the checks "
-                  f"of counts and structure below can catch an altered file")
-        _remove_stale_staging(folder)
+    record = {"name": ds.name, "vertices": ds.vertices, "listed_edges": ds.listed_edges,
+              "directed": ds.directed}
+    for root in _candidate_roots():
         try:
-            staging = Path(tempfile.mkdtemp(prefix=".download-", dir=folder))
-        except OSError as error:
-            raise DownloadError(f"{ds.name}: cannot stage the download in {folder} ({error.strerror or error})") from None
-        try:
+            graph = _cached_graph(root / ds.name, record)
+        except _Unusable as why:
             if verbose:
-                print(f"{ds.name}: downloading {url}")
-            fetched = staging / ds.filename
-            _fetch(ds, url, fetched, limits, progress=progress, verbose=verbose)
-            graph, info = _check(ds, fetched)
-            try:
-                os.replace(fetched, raw)
-            except OSError as error:
-                print(f"{ds.name}: could not keep the download in {describe_path(folder)} ({error.strerror or error}); "
-                      f"the graph is used, but the file is not cached")
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+                print(f"{ds.name}: the cache in {describe_path(root / ds.name)} cannot be used ({why}); "
+                      f"building it again")
+            continue
+        if graph is not None:
+            if verbose:
+                print(f"{graph.name}: loaded from the cache in {describe_path(root / ds.name)}")
+            return graph
+    folder, passed = _cache_folder(ds.name)
+    if passed:
+        print(f"{ds.name}: cannot write to {passed[0]}; keeping the cache in {describe_path(folder.parent)} "
+              f"instead")
+    raw = next((root / ds.name / ds.filename for root in _candidate_roots()      # kept earlier, maybe in a
+                if (root / ds.name / ds.filename).is_file()), folder / ds.filename)   # folder now read-only
+    if not raw.is_file():
+        graph, info = _download(ds, folder, raw, limits, progress, verbose)
     else:
         try:
             graph, info = _check(ds, raw)
@@ -899,24 +449,26 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
                 raw.unlink(missing_ok=True)     # a damaged cached file is never used, and never kept
                 what = "was removed: the next call downloads it again"
             except OSError as failure:
-                what = f"could not be removed ({failure.strerror}): delete it, and the next call downloads it again"
+                what = (f"could not be removed ({failure.strerror}): delete it, and the next call downloads "
+                        f"it again")
             raise IntegrityError(f"{error} (the cached file {raw} {what})") from None
-    info = {"name": ds.name, "url": url, "directed": ds.directed, **info}
+        info = {"url": ds.url, **info}
+    info = {**record, **info}
     try:
         _save(graph, folder, info)
     except OSError as error:
-        print(f"{ds.name}: could not write the parsed graph to {describe_path(folder)} ({error.strerror or error}); "
-              f"it is used, but not cached")
+        print(f"{ds.name}: could not write the parsed graph to {describe_path(folder)} "
+              f"({error.strerror or error}); it is used, but not cached")
     if verbose:
-        pinned = "matches the pinned hash" if ds.sha256 else "no hash is pinned for it; counts and structure were checked"
-        print(f"{ds.name}: {graph.num_vertices:,} vertices, {ds.listed_edges:,} listed edges, parsed in "
-              f"{info['parse_seconds']:.1f} s; sha256 {info['sha256']} ({pinned})")
-        found = info["statistics"]
-        source = info["statistics_source"]
+        pinned = ("matches the pinned hash" if ds.sha256 else
+                  "no hash is pinned for it; counts and structure were checked")
+        found, source = info["statistics"], info["statistics_source"]
         checked = ("nothing pinned to check them against" if not info["statistics_checked"] else
-                   "as SNAP publishes" if source == "SNAP" else f"as {source} says")
-        print(f"{ds.name}: largest WCC {found['wcc_nodes']:,} nodes / {found['wcc_edges']:,} edges, largest SCC "
-              f"{found['scc_nodes']:,} / {found['scc_edges']:,} ({checked})")
+                   "as SNAP publishes" if source == "SNAP" else f"as {describe_path(source)} says")
+        print(f"{graph.name}: {graph.num_vertices:,} vertices, {ds.listed_edges:,} listed edges, parsed in "
+              f"{info['parse_seconds']:.1f} s; sha256 {info['sha256']} ({pinned})")
+        print(f"{graph.name}: largest WCC {found['wcc_nodes']:,} nodes / {found['wcc_edges']:,} edges, "
+              f"largest SCC {found['scc_nodes']:,} / {found['scc_edges']:,} ({checked})")
     return graph
 
 
@@ -933,78 +485,46 @@ def cached_info(name_or_dataset="web-Google") -> dict | None:
     return None
 
 
-STANDIN_VERSION = 1        # raised whenever a generator changes what it makes for the same seed
-STANDIN_ARRAYS = ARRAYS[:-1]
-
-
-def _generate_standin(ds: Dataset, seed: int, progress: bool) -> Graph:
-    from .generators import rmat_graph, web_graph
-
-    edges = ds.listed_edges if ds.directed else 2 * ds.listed_edges
-    if ds.name == "web-Google":
-        return web_graph(ds.vertices, edges, seed=seed, progress=progress,
-                         name=f"stand-in for web-Google (generated web-like graph, {ds.vertices:,} vertices, {edges:,} edges)")
-    return rmat_graph(ds.vertices, edges, seed=seed, progress=progress,
-                      name=f"stand-in for {ds.name} (generated R-MAT, {ds.vertices:,} vertices, {edges:,} edges)")
-
-
-def _standin_folder(ds: Dataset, seed: int) -> Path | None:
-    for root in _candidate_roots():
-        folder = root / f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}"
-        if _unwritable(folder) is None:
-            return folder
-    return None
-
-
-def _read_standin(folder: Path) -> Graph | None:
-    """A cached stand-in, checked like a cached download (record, array headers, CSR rules, content hash)."""
-    try:
-        info = _read_info(folder)
-        if info is None or info.get("format") != CACHE_FORMAT or not isinstance(info.get("arrays_sha256"), str):
-            return None
-        n, m = info["vertices"], info["edges"]
-        if isinstance(n, bool) or isinstance(m, bool) or not (isinstance(n, int) and isinstance(m, int) and 0 < n and 0 <= m):
-            return None
-        wanted = {"out_offsets": (np.dtype(offsets_dtype(m)), n + 1), "out_targets": (np.dtype(np.int32), m),
-                  "in_offsets": (np.dtype(offsets_dtype(m)), n + 1), "in_sources": (np.dtype(np.int32), m),
-                  "out_degree": (np.dtype(np.int32), n)}
-        arrays = _read_arrays(folder / "graph.npz", wanted)
-        check_csr(n, **arrays, thorough=False)
-        if _arrays_sha256(arrays) != info["arrays_sha256"]:
-            return None
-        return Graph(n, name=str(info["name"]), **arrays)
-    except Exception:                         # noqa: BLE001: anything wrong with it: generate again
-        return None
-
-
 def standin(name_or_dataset="web-Google", seed: int = 0, *, cache: bool = True, progress: bool = True,
             verbose: bool = True) -> Graph:
     """A generated graph of the dataset's size, named as a stand-in. For web-Google it is the web-like
     generator (web-Google's published vertex and edge counts, degree maxima and dangling share, ids in
     crawl order); for the others an R-MAT graph with the dataset's vertex count and listed edge count.
     Generated once (seconds, with a progress bar) and kept in the cache, checked like a download."""
+    from .generators import rmat_graph, web_graph
+
     ds = dataset(name_or_dataset)
     seed = check_integer(seed, "seed", minimum=0)
-    cache, progress, verbose = check_flag(cache, "cache"), check_flag(progress, "progress"), check_flag(verbose, "verbose")
-    folder = _standin_folder(ds, seed) if cache else None
-    if folder is not None:
-        graph = _read_standin(folder)
-        if graph is not None:
-            if verbose:
-                print(f"{graph.name}: loaded from the cache in {describe_path(folder)}")
-            return graph
-    graph = _generate_standin(ds, seed, progress)
-    if folder is not None:
-        arrays = {k: getattr(graph, k) for k in STANDIN_ARRAYS}
-        info = {"format": CACHE_FORMAT, "name": graph.name, "vertices": graph.num_vertices, "edges": graph.num_edges,
-                "seed": seed, "generator_version": STANDIN_VERSION, "arrays_sha256": _arrays_sha256(arrays)}
+    cache, progress = check_flag(cache, "cache"), check_flag(progress, "progress")
+    verbose = check_flag(verbose, "verbose")
+    folder = graph = None
+    if cache:
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            _write_atomically(folder / "graph.npz", lambda f: np.savez(f, **arrays))
-            _write_atomically(folder / "info.json", lambda f: f.write(json.dumps(info, indent=1).encode()))
+            folder = _cache_folder(f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}")[0]
+            record = {"seed": seed, "generator_version": STANDIN_VERSION}
+            graph = _cached_graph(folder, record, STANDIN_ARRAYS)
+        except (DownloadError, _Unusable):    # no folder to keep it in, or a damaged one: generate again
+            pass
+    if graph is not None:
+        if verbose:
+            print(f"{graph.name}: loaded from the cache in {describe_path(folder)}")
+        return graph
+    n, m = ds.vertices, ds.listed_edges if ds.directed else 2 * ds.listed_edges
+    if ds.name == "web-Google":
+        graph = web_graph(n, m, seed=seed, progress=progress, name=f"stand-in for web-Google (generated "
+                          f"web-like graph, {n:,} vertices, {m:,} edges)")
+    else:
+        graph = rmat_graph(n, m, seed=seed, progress=progress, name=f"stand-in for {ds.name} (generated "
+                           f"R-MAT, {n:,} vertices, {m:,} edges)")
+    if folder is not None:
+        info = {"name": graph.name, "vertices": n, "edges": graph.num_edges, "seed": seed,
+                "generator_version": STANDIN_VERSION}
+        try:
+            _save(graph, folder, info, STANDIN_ARRAYS)
         except OSError as error:
             if verbose:
-                print(f"{graph.name}: not kept in the cache ({error.strerror or error}); it will be generated again")
+                print(f"{graph.name}: not kept in the cache ({error.strerror or error}); it will be "
+                      f"generated again")
     return graph
 
 

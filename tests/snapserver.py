@@ -1,7 +1,7 @@
 """A real HTTP server on loopback that serves generated SNAP-format files, for the download tests and
 for running lecture 30 in CI. It counts requests, can answer any path with a chosen status, and can
 misbehave the ways real servers and networks do: drop the connection mid-body, trickle bytes, stall
-before its headers, redirect anywhere, send no length, or send without end."""
+before its headers or in the body, redirect anywhere, send no length, or send without end."""
 from __future__ import annotations
 
 import contextlib
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers.graph import Graph, from_edges, write_edge_list
+from helpers.graphfiles import write_edge_list
+from helpers.graph import Graph, from_edges
 
 
 class SnapServer:
@@ -89,7 +90,7 @@ class SnapServer:
         return behaviour
 
     def trickle(self, interval: float = 0.5, step: int = 1, length: bool = True):
-        """Announce the body and send ``step`` bytes every ``interval`` seconds until the client goes away."""
+        """Announce the body; send ``step`` bytes every ``interval`` seconds until the client goes away."""
         def behaviour(handler, body):
             _headers(handler, len(body) if length else None)
             for start in range(0, len(body), step):
@@ -97,6 +98,15 @@ class SnapServer:
                     return
                 handler.wfile.write(body[start:start + step])
                 handler.wfile.flush()
+        return behaviour
+
+    def stall_after(self, count: int):
+        """Announce the whole body, send ``count`` bytes of it, then nothing until the client goes away."""
+        def behaviour(handler, body):
+            _headers(handler, len(body))
+            handler.wfile.write(body[:count])
+            handler.wfile.flush()
+            self.closing.wait(60)
         return behaviour
 
     def slow_headers(self, interval: float = 0.5):
@@ -120,6 +130,7 @@ class SnapServer:
             handler.send_response(status)
             handler.send_header("Location", location)
             handler.send_header("Content-Length", "0")
+            handler.send_header("Connection", "close")          # as every planned behaviour does
             handler.end_headers()
         return behaviour
 
@@ -132,6 +143,14 @@ class SnapServer:
                 if self.closing.is_set():
                     return
                 handler.wfile.write(extra)
+        return behaviour
+
+    def endless(self, block: bytes = b"0 1\n" * 16384):
+        """Send ``block`` again and again, with no Content-Length, until the client goes away."""
+        def behaviour(handler, body):
+            _headers(handler, None)
+            while not self.closing.is_set():
+                handler.wfile.write(block)
         return behaviour
 
     def announce(self, length: int):
@@ -154,8 +173,7 @@ def _headers(handler, length: int | None) -> None:
     handler.send_header("Content-Type", "application/gzip")
     if length is not None:
         handler.send_header("Content-Length", str(length))
-    else:
-        handler.send_header("Connection", "close")
+    handler.send_header("Connection", "close")                  # a planned behaviour ends the connection
     handler.end_headers()
     handler.wfile.flush()
 
@@ -181,14 +199,14 @@ def snap_bytes(graph: Graph, id_space: int | None = None, seed: int = 0) -> byte
 def serving(monkeypatch, folder: Path, ds, body: bytes):
     """A SnapServer serving ``body`` as the file of dataset ``ds``, with the data settings pointed at it and
     at ``folder`` (data directory and home), SNAP's statistics in force and short pauses between retries."""
-    from helpers import datasets
+    from helpers import datasets, download
 
     server = SnapServer()
     monkeypatch.setenv(datasets.BASE_URL_VARIABLE, server.url)
     monkeypatch.setenv("PAGERANK_DATA_DIR", str(folder / "data"))
     monkeypatch.setenv("HOME", str(folder / "home"))
     monkeypatch.delenv(datasets.STATISTICS_VARIABLE, raising=False)
-    monkeypatch.setattr(datasets, "RETRY_PAUSE", 0.05)
+    monkeypatch.setattr(download, "RETRY_PAUSE", 0.05)
     server.body = body
     server.serve(ds.filename, body)
     try:
@@ -202,3 +220,21 @@ def cached_files(ds) -> list[str]:
     from helpers import datasets
 
     return sorted(p.name for p in datasets.cache_dir(ds).rglob("*") if p.is_file())
+
+
+def bounded(call, seconds: float = 30.0):
+    """Run ``call`` in a thread and fail the test, instead of hanging it, if it has not returned in time;
+    returns what it returned, or the exception it raised."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = call()
+        except BaseException as error:          # noqa: BLE001: handed to the test
+            outcome["value"] = error
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still running after {seconds:g} s: it blocks"
+    return outcome["value"]

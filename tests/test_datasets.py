@@ -1,7 +1,9 @@
 """Downloads against a real HTTP server on loopback serving generated SNAP-format files: the cache, the
 count and structure checks, the registry and its published statistics, the announced stand-in."""
 import gzip
+import hashlib
 import json
+import os
 import time
 import warnings
 
@@ -13,7 +15,7 @@ from helpers.course import describe_path
 
 from helpers import datasets
 from helpers.generators import rmat_graph
-from snapserver import cached_files, serving, snap_bytes
+from snapserver import bounded, cached_files, serving, snap_bytes
 
 GRAPH = rmat_graph(3_000, 20_000, seed=9, name="test graph")
 SMALL = datasets.Dataset("test-small", "test-small.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
@@ -66,7 +68,7 @@ def test_a_checksum_mismatch_is_refused_and_nothing_is_cached(server):
     with pytest.raises(datasets.IntegrityError, match="does not match the pinned"):
         datasets.load(pinned, retries=1, progress=False)
     assert cached_files(pinned) == []
-    right = datasets.Dataset(**{**SMALL.__dict__, "sha256": datasets.sha256_of_bytes(server.body)})
+    right = datasets.Dataset(**{**SMALL.__dict__, "sha256": hashlib.sha256(server.body).hexdigest()})
     assert datasets.load(right, retries=1, progress=False).num_edges == GRAPH.num_edges
 
 
@@ -149,7 +151,8 @@ def networkx_statistics(graph, undirected=False):
     g = nx.DiGraph()
     g.add_nodes_from(range(graph.num_vertices))
     g.add_edges_from(zip(*(a.tolist() for a in graph.edges())))
-    count = (lambda h: h.to_undirected().number_of_edges()) if undirected else (lambda h: h.number_of_edges())
+    def count(h):
+        return h.to_undirected().number_of_edges() if undirected else h.number_of_edges()
     wcc = max(nx.weakly_connected_components(g), key=len)
     scc = max(nx.strongly_connected_components(g), key=len)
     return {"edges": count(g), "wcc_nodes": len(wcc), "wcc_edges": count(g.subgraph(wcc)),
@@ -192,7 +195,8 @@ def test_the_registry_pins_snaps_published_statistics():
     for ds in datasets.DATASETS.values():        # consistent with the counts the registry checks anyway
         stats = ds.fingerprint.pinned()
         assert stats["edges"] <= ds.listed_edges and stats["wcc_nodes"] <= ds.vertices
-        assert stats["scc_nodes"] <= stats["wcc_nodes"] and stats["scc_edges"] <= stats["wcc_edges"] <= stats["edges"]
+        assert stats["scc_nodes"] <= stats["wcc_nodes"]
+        assert stats["scc_edges"] <= stats["wcc_edges"] <= stats["edges"]
         assert ds.fingerprint.source.startswith("https://snap.stanford.edu/data/")
 
 
@@ -206,8 +210,8 @@ def test_a_file_whose_structure_matches_is_accepted(server, capsys):
     assert graph.num_edges == GRAPH.num_edges
     out = capsys.readouterr().out
     found = datasets.statistics_of(GRAPH)
-    assert (f"test-small: largest WCC {found['wcc_nodes']:,} nodes / {found['wcc_edges']:,} edges, largest SCC "
-            f"{found['scc_nodes']:,} / {found['scc_edges']:,} (as SNAP publishes)") in out
+    assert (f"test-small: largest WCC {found['wcc_nodes']:,} nodes / {found['wcc_edges']:,} edges, largest "
+            f"SCC {found['scc_nodes']:,} / {found['scc_edges']:,} (as SNAP publishes)") in out
     info = datasets.cached_info(SMALL)
     assert info["statistics_checked"] == sorted(datasets.STATISTICS) and info["statistics"] == found
 
@@ -223,8 +227,10 @@ def test_an_altered_file_with_the_same_counts_is_refused_by_its_structure(server
     for i in victims:
         text[i] = text[body[0]]                          # the first edge line, repeated
     server.serve(SMALL.filename, gzip.compress("".join(text).encode()))
-    with pytest.raises(datasets.IntegrityError, match=rf"test-small: the structure differs: edges: SNAP publishes "
-                                                      rf"{GRAPH.num_edges:,}, the file gives {GRAPH.num_edges - len(victims):,}"):
+    left = GRAPH.num_edges - len(victims)
+    with pytest.raises(datasets.IntegrityError, match=rf"test-small: the structure differs: edges: SNAP "
+                                                      rf"publishes {GRAPH.num_edges:,}, the file gives "
+                                                      rf"{left:,}"):
         datasets.load(pinned_like(GRAPH), retries=1, progress=False)
     assert cached_files(SMALL) == []
 
@@ -236,7 +242,7 @@ def test_reversed_edges_are_caught_by_the_component_sizes(server):
         u, v = text[i].split()
         text[i] = f"{v}\t{u}\n"
     server.serve(SMALL.filename, gzip.compress("".join(text).encode()))
-    with pytest.raises(datasets.IntegrityError, match=r"the structure differs: .*largest SCC: SNAP publishes"):
+    with pytest.raises(datasets.IntegrityError, match=r"structure differs: .*largest SCC: SNAP publishes"):
         datasets.load(pinned_like(GRAPH), retries=1, progress=False)
 
 
@@ -247,11 +253,11 @@ def test_statistics_from_an_override_file_are_announced_and_used(server, tmp_pat
     strict = pinned_like(GRAPH, wcc_nodes=1)            # the registry's numbers would refuse the file
     datasets.load(strict, retries=1, progress=False)
     out = capsys.readouterr().out
-    assert f"NOTE: test-small: integrity statistics taken from {describe_path(stats)} ($PAGERANK_DATA_STATISTICS) " \
-           f"instead of SNAP's published ones" in out
+    assert (f"NOTE: test-small: integrity statistics taken from {describe_path(stats)} "
+            f"($PAGERANK_DATA_STATISTICS) instead of SNAP's published ones") in out
     stats.write_text(json.dumps({SMALL.name: {"scc_nodes": 5}}))
     datasets.cache_dir(SMALL).joinpath("info.json").unlink()
-    with pytest.raises(datasets.IntegrityError, match=rf"nodes in the largest SCC: {stats} says 5, the file gives"):
+    with pytest.raises(datasets.IntegrityError, match=rf"largest SCC: {stats} says 5, the file gives"):
         datasets.load(strict, retries=1, progress=False)
 
 
@@ -259,13 +265,14 @@ def test_statistics_from_an_override_file_are_announced_and_used(server, tmp_pat
     ("not json", "cannot be used"), ("[1, 2]", "must name a JSON file"),
     ('{"test-small": {"triangles": 3}}', r"unknown statistics \['triangles'\]"),
     ('{"test-small": {"wcc_nodes": "many"}}', r"non-integer values for \['wcc_nodes'\]"),
+    ('{"test-small": {"name": "two\\nlines"}}', r"a 'name' that is not one line of at most 200 printable"),
 ])
 def test_a_bad_override_file_is_a_setting_error(server, tmp_path, monkeypatch, content, message):
     stats = tmp_path / "stats.json"
     stats.write_text(content)
     monkeypatch.setenv(datasets.STATISTICS_VARIABLE, str(stats))
     with pytest.raises(datasets.SettingError, match=message):
-        datasets.load_or_standin(SMALL, retries=1, progress=False)       # not a download failure: no fallback
+        datasets.load_or_standin(SMALL, retries=1, progress=False)   # not a download failure: no fallback
     monkeypatch.setenv(datasets.STATISTICS_VARIABLE, str(tmp_path / "missing.json"))
     with pytest.raises(datasets.SettingError, match=r"\$PAGERANK_DATA_STATISTICS=.*missing\.json"):
         datasets.load(SMALL, retries=1, progress=False)
@@ -276,15 +283,17 @@ def test_a_bad_override_file_is_a_setting_error(server, tmp_path, monkeypatch, c
 def test_a_header_that_disagrees_with_a_good_body_is_warned_about(server):
     text = gzip.decompress(server.body).decode().replace(f"Edges: {GRAPH.num_edges}", "Edges: 999")
     server.serve(SMALL.filename, gzip.compress(text.encode()))
-    with pytest.warns(datasets.GraphFormatWarning, match=rf"the header says {GRAPH.num_vertices:,} nodes and 999 "
-                                                          rf"edges, the body has .* and {GRAPH.num_edges:,} edge lines"):
+    with pytest.warns(datasets.GraphFormatWarning,
+                      match=rf"the header says {GRAPH.num_vertices:,} nodes and 999 edges, the body has .* "
+                            rf"and {GRAPH.num_edges:,} edge lines"):
         datasets.load(SMALL, retries=1, progress=False)
 
 
 def test_a_header_saying_undirected_for_a_directed_registry_entry_is_warned_about(server):
     text = gzip.decompress(server.body).decode().replace("# generated", "# Undirected graph: generated", 1)
     server.serve(SMALL.filename, gzip.compress(text.encode()))
-    with pytest.warns(datasets.GraphFormatWarning, match="header says undirected, the registry lists it as directed"):
+    with pytest.warns(datasets.GraphFormatWarning,
+                      match="header says undirected, the registry lists it as directed"):
         graph = datasets.load(SMALL, retries=1, progress=False)
     assert graph.num_edges == GRAPH.num_edges               # read as the registry says
 
@@ -314,7 +323,8 @@ def test_registry_entries_are_checked(fields, message):
 
 
 def test_unknown_names_are_the_projects_key_error():
-    with pytest.raises(datasets.UnknownDatasetError, match="unknown dataset 'web-google'; known: web-Google"):
+    with pytest.raises(datasets.UnknownDatasetError,
+                       match="unknown dataset 'web-google'; known: web-Google"):
         datasets.dataset("web-google")
     assert issubclass(datasets.UnknownDatasetError, KeyError)
 
@@ -333,7 +343,79 @@ def test_staging_folders_left_by_interrupted_runs_are_removed(server):
 
 
 def test_a_file_that_expands_beyond_its_lines_is_refused_without_reading_it_all(server):
-    bomb = gzip.compress(b"0 1\n" * (20 * SMALL.listed_edges))            # 20 times the lines, 1% of the bytes
+    bomb = gzip.compress(b"0 1\n" * (20 * SMALL.listed_edges))       # 20 times the lines, 1% of the bytes
     server.serve(SMALL.filename, bomb)
-    with pytest.raises(datasets.IntegrityError, match=rf"cannot be parsed: .*more than {SMALL.listed_edges:,} edge lines"):
+    with pytest.raises(datasets.IntegrityError,
+                       match=rf"cannot be parsed: .*more than {SMALL.listed_edges:,} edge lines"):
         datasets.load(SMALL, retries=1, progress=False)
+
+
+# --- what a served file is, hostile downloads, progress in a log ------------------------------------------
+
+def test_a_served_file_is_named_as_its_statistics_file_says(server, tmp_path, monkeypatch, capsys):
+    """The test mirror serves generated files under SNAP's names: the graph must say what it is."""
+    name = "generated R-MAT graph served in place of test-small"
+    stats = tmp_path / "stats.json"
+    entry = {**datasets.statistics_of(GRAPH), datasets.DISPLAY_NAME: name}
+    stats.write_text(json.dumps({SMALL.name: entry}))
+    monkeypatch.setenv(datasets.STATISTICS_VARIABLE, str(stats))
+    assert datasets.load(SMALL, retries=1, progress=False).name == name
+    assert f"{name}: largest WCC" in capsys.readouterr().out
+    assert datasets.load_or_standin(SMALL, progress=False).name == name           # from the cache
+    assert f"{name}: loaded from the cache" in capsys.readouterr().out
+    assert datasets.cached_info(SMALL)["graph_name"] == name
+    monkeypatch.delenv(datasets.STATISTICS_VARIABLE)
+    assert datasets.load(SMALL, progress=False).name == name      # the cache holds that file: still named so
+
+
+def test_a_download_holding_one_huge_line_is_refused_naming_the_line(server):
+    member = gzip.compress(b"7" * 2**20, compresslevel=9)
+    server.serve(SMALL.filename, gzip.compress(b"# generated\n") + member * 1024)    # a 1 GiB line, ~1 MB
+    start = time.monotonic()
+    with pytest.raises(datasets.IntegrityError, match=r"test-small: the download cannot be parsed: "
+                                                      r".*test-small\.txt\.gz: line 2 is longer than "
+                                                      r"1,048,576"):
+        datasets.load(SMALL, retries=1, progress=False)
+    assert time.monotonic() - start < 20 and cached_files(SMALL) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (named pipes)")
+def test_a_fifo_as_the_statistics_file_is_a_setting_error_at_once(server, tmp_path, monkeypatch):
+    fifo = tmp_path / "stats.json"
+    os.mkfifo(fifo)
+    monkeypatch.setenv(datasets.STATISTICS_VARIABLE, str(fifo))
+    error = bounded(lambda: datasets.load(SMALL, retries=1, progress=False), 20)
+    assert isinstance(error, datasets.SettingError)
+    assert "it is a FIFO (named pipe), not a regular file" in str(error)
+
+
+def test_progress_in_a_captured_stream_is_plain_lines(server, capfd, monkeypatch):
+    from helpers import progress
+
+    monkeypatch.setattr(progress, "FIRST_SECONDS", 0.0)            # a start line even for a fast download
+    datasets.load(SMALL, retries=1)
+    captured = capfd.readouterr()
+    assert "\r" not in captured.out + captured.err
+    lines = [line for line in captured.out.splitlines() if line.startswith(SMALL.filename)]
+    assert lines[0].startswith(f"{SMALL.filename}: started (")
+    assert lines[-1].startswith(f"{SMALL.filename}: 100% (")
+    datasets.standin(datasets.Dataset("tiny-bar", "tiny-bar.txt.gz", True, 400, 1_500), cache=False)
+    assert "generating an R-MAT graph: 100% (1,500 edges of 1,500 edges)" in capfd.readouterr().out
+
+
+def test_a_terminal_gets_tqdm_s_bar(monkeypatch):
+    import io
+    import sys
+
+    from helpers import progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    with progress.bar(10, "drawn") as shown:
+        shown.update(10)
+    assert type(shown).__name__ == "tqdm" and "\r" in sys.stdout.getvalue()
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    assert isinstance(progress.bar(10, "kept"), progress.Lines)

@@ -11,13 +11,14 @@ import time
 import numpy as np
 import pytest
 
-from helpers import datasets
+from helpers import datasets, download
 from helpers.generators import rmat_graph
 from snapserver import cached_files, serving, snap_bytes
 
 GRAPH = rmat_graph(2_000, 12_000, seed=21, name="download test graph")
 SMALL = datasets.Dataset("test-dl", "test-dl.txt.gz", True, GRAPH.num_vertices, GRAPH.num_edges)
-NOISE = ("Traceback", "urllib3", "HTTPConnectionPool", "HTTPSConnectionPool", "Max retries", "requests.exceptions")
+NOISE = ("Traceback", "urllib3", "HTTPConnectionPool", "HTTPSConnectionPool", "Max retries",
+         "requests.exceptions")
 
 
 @pytest.fixture
@@ -66,20 +67,31 @@ def test_a_connection_dropped_every_time_is_a_download_error_and_falls_back(serv
     assert cached_files(SMALL) == []
 
 
-def test_a_trickling_server_is_a_stall_within_the_window(server):
-    server.plan(SMALL.filename, server.trickle(interval=0.1))          # 10 bytes/s: 2 MB take 2.5 days
-    error, seconds = timed(lambda: load(min_rate=1_000, stall_window=0.6))
+def test_a_server_that_drips_a_byte_a_second_ends_at_the_deadline(server):
+    """Each read gets a byte before the per-read timeout: only the overall deadline can end it."""
+    server.plan(SMALL.filename, server.trickle(interval=1.0))
+    error, seconds = timed(lambda: load(timeout=5, deadline=1.5))
     assert isinstance(error, datasets.DownloadError)
-    assert "the transfer stalled" in str(error) and "below the minimum of 1,000 bytes/s" in str(error)
-    assert 0.55 < seconds < 6
+    assert "did not finish within its deadline of 2 s (" in str(error)
+    assert "pass deadline= for more time" in str(error)
+    assert 1.4 < seconds < 6
     assert cached_files(SMALL) == []
 
 
-def test_headers_that_never_end_are_a_stall_too(server):
+def test_headers_that_never_end_are_stopped_by_the_deadline_too(server):
     server.plan(SMALL.filename, server.slow_headers(interval=0.1))
-    error, seconds = timed(lambda: load(min_rate=1_000, stall_window=0.5))
-    assert isinstance(error, datasets.DownloadError) and "the transfer stalled: 0 bytes" in str(error)
-    assert seconds < 6
+    error, seconds = timed(lambda: load(timeout=5, deadline=0.8))
+    assert isinstance(error, datasets.DownloadError) and "did not finish within its deadline" in str(error)
+    assert "(0 bytes arrived)" in str(error) and seconds < 6
+
+
+def test_a_server_that_stalls_mid_body_times_out_per_read(server):
+    server.plan(SMALL.filename, server.stall_after(1000))
+    error, seconds = timed(lambda: load(timeout=0.4))
+    assert isinstance(error, datasets.DownloadError)
+    assert f"the server sent nothing for 0.4 s in the middle of the body (0 of {len(server.body):,} bytes " \
+           f"written)" in str(error)                # pooch reads 64 KiB at a time: the 1,000 are not written
+    assert seconds < 6 and cached_files(SMALL) == []
 
 
 def test_a_server_that_never_answers_times_out(server):
@@ -92,25 +104,27 @@ def test_a_server_that_never_answers_times_out(server):
 
 def test_the_overall_deadline_holds_even_for_a_steady_slow_server(server):
     server.plan(SMALL.filename, server.trickle(interval=0.05, step=1_000))
-    error, seconds = timed(lambda: load(deadline=0.6, min_rate=100, retries=3))
+    error, seconds = timed(lambda: load(deadline=0.6, retries=3))
     assert isinstance(error, datasets.DownloadError)
     assert "did not finish within its deadline of 1 s" in str(error) and "pass deadline=" in str(error)
     assert 0.55 < seconds < 6 and len(server.requests) == 1   # the deadline is not retried
 
 
 def test_a_default_deadline_follows_from_the_announced_size(server, monkeypatch):
-    monkeypatch.setattr(datasets, "DEADLINE_SLACK", 0.2)      # 0.2 s + size / min_rate = 0.7 s
+    monkeypatch.setattr(download, "DEADLINE_SLACK", 0.2)      # 0.2 s + size / MIN_RATE = 0.7 s
+    monkeypatch.setattr(download, "MIN_RATE", 2 * len(server.body))
     server.plan(SMALL.filename, server.trickle(interval=0.05, step=len(server.body) // 100))   # ~5 s in all
-    error, seconds = timed(lambda: load(min_rate=2 * len(server.body), stall_window=60))
-    assert isinstance(error, datasets.DownloadError) and "did not finish within its deadline of 1 s" in str(error)
-    assert 0.65 < seconds < 6
+    error, seconds = timed(lambda: load())
+    assert isinstance(error, datasets.DownloadError)
+    assert "did not finish within its deadline of 1 s" in str(error) and 0.65 < seconds < 6
 
 
 def test_a_server_that_is_not_http(server):
     server.plan(SMALL.filename, server.garbage())
     error, _ = timed(lambda: load(retries=3))
     assert isinstance(error, datasets.DownloadError)
-    assert str(error) == f"{server.url}{SMALL.filename}: the server's answer is not valid HTTP (BadStatusLine)"
+    assert str(error) == (f"{server.url}{SMALL.filename}: the server's answer is not valid HTTP "
+                          f"(BadStatusLine)")
     assert len(server.requests) == 1
 
 
@@ -135,7 +149,8 @@ def test_redirects_are_followed_within_http_and_https(server):
 @pytest.mark.parametrize("location", ["ftp://127.0.0.1/file.gz", "file:///etc/passwd", "gopher://x/"])
 def test_a_redirect_to_another_scheme_is_refused(server, location):
     server.plan(SMALL.filename, server.redirect(location))
-    with pytest.raises(datasets.DownloadError, match=rf"redirected to '{location}', which is not an http\(s\)://"):
+    with pytest.raises(datasets.DownloadError,
+                       match=rf"redirected to '{location}', which is not an http\(s\)://"):
         load(retries=3)
     assert len(server.requests) == 1
 
@@ -147,15 +162,33 @@ def test_a_redirect_loop_ends(server):
 
 
 def test_a_body_beyond_any_edge_list_of_that_size_is_refused(server):
-    tiny = datasets.Dataset("tiny-dl", "tiny-dl.txt.gz", True, 10, 10)     # at most 1 MiB + 64 bytes per edge
+    tiny = datasets.Dataset("tiny-dl", "tiny-dl.txt.gz", True, 10, 10)   # at most 1 MiB + 64 bytes per edge
     server.serve(tiny.filename, b"x")
     server.plan(tiny.filename, server.without_length(b"\0" * 65536, repeat=40))
     with pytest.raises(datasets.IntegrityError, match=r"the server sent more than 1,049,216 bytes"):
         datasets.load(tiny, progress=False, retries=1)
     server.plan(tiny.filename, server.announce(10**12))
     with pytest.raises(datasets.IntegrityError, match=r"the server announces 1,000,000,000,000 bytes"):
-        datasets.load_or_standin(tiny, progress=False, retries=1)         # an IntegrityError never falls back
+        datasets.load_or_standin(tiny, progress=False, retries=1)    # an IntegrityError never falls back
     assert cached_files(tiny) == []
+
+
+def test_a_never_ending_body_is_refused_at_the_size_limit_without_keeping_it(server):
+    import tracemalloc
+
+    big = datasets.Dataset("test-endless", "test-endless.txt.gz", True, 10, 1_000_000)   # a 65 MB limit
+    limit = (1 << 20) + datasets.MAX_BYTES_PER_EDGE * big.listed_edges
+    server.serve(big.filename, b"")
+    server.plan(big.filename, server.endless())
+    tracemalloc.start()
+    error, seconds = timed(lambda: datasets.load(big, retries=3, progress=False))
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert isinstance(error, datasets.IntegrityError)
+    assert f"test-endless: {server.url}{big.filename}: the server sent more than {limit:,} bytes" \
+        in str(error)
+    assert seconds < 30 and peak < limit / 8 and len(server.requests) == 1   # streamed to disk, not retried
+    assert cached_files(big) == []
 
 
 def test_a_body_without_a_length_is_accepted_when_it_checks_out(server, capsys):
@@ -206,7 +239,8 @@ def test_an_empty_setting_means_snap(monkeypatch):
 def test_plain_http_is_accepted_with_a_warning(server, capsys):
     assert same_graph(load())
     out = capsys.readouterr().out
-    assert f"WARNING: test-dl: {server.url}{SMALL.filename} is plain http://: the transfer is not authenticated" in out
+    assert (f"WARNING: test-dl: {server.url}{SMALL.filename} is plain http://: the transfer is not "
+            f"authenticated") in out
 
 
 def test_https_to_a_plain_http_server_says_so_not_certificate(server, monkeypatch):
@@ -225,7 +259,8 @@ def tls_server(tmp_path):
         pytest.skip("needs the openssl command to make a self-signed certificate")
     key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out",
-                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True, timeout=60)
+                    str(cert), "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True,
+                   timeout=60)
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
     listener = socket.create_server(("127.0.0.1", 0))
@@ -254,7 +289,8 @@ def tls_server(tmp_path):
 def test_a_certificate_that_cannot_be_trusted_is_named(tls_server, monkeypatch, tmp_path):
     monkeypatch.setenv(datasets.BASE_URL_VARIABLE, tls_server)
     monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "data"))
-    with pytest.raises(datasets.DownloadError, match=r"the server's TLS certificate was refused \(self.signed"):
+    with pytest.raises(datasets.DownloadError,
+                       match=r"the server's TLS certificate was refused \(self.signed"):
         load(retries=2)
 
 
@@ -274,8 +310,9 @@ def test_a_refused_connection_is_short_and_free_of_library_noise(server, monkeyp
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(retries=0), "retries must be at least 1"), (dict(retries=2.5), "retries must be an integer"),
-    (dict(timeout=0), "timeout must be positive"), (dict(deadline=float("inf")), "deadline must be positive and finite"),
-    (dict(min_rate=-1), "min_rate must be positive"), (dict(stall_window="30"), "stall_window must be a number"),
+    (dict(timeout=0), "timeout must be positive"),
+    (dict(deadline=float("inf")), "deadline must be positive and finite"),
+    (dict(deadline=-1), "deadline must be positive"), (dict(timeout="30"), "timeout must be a number"),
     (dict(progress="no"), "progress must be True or False"),
 ])
 def test_load_checks_its_parameters(server, kwargs, message):

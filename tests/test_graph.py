@@ -1,13 +1,20 @@
 import gzip
+import os
+import time
+import tracemalloc
 import warnings
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from helpers.graph import (ArgumentError, GraphFormatError, GraphFormatWarning, INT32_EDGE_LIMIT, check_csr,
-                           from_edges, offsets_dtype, read_edge_list, read_edge_pairs, relabel, write_edge_list)
+from helpers import graph
+from helpers.graphfiles import (MAX_LINE_BYTES, NotRegularFileError, open_regular, read_edge_list,
+                                read_edge_pairs, read_header, write_edge_list)
+from helpers.graph import (ArgumentError, GraphFormatError, GraphFormatWarning, GraphTooLargeError,
+                           INT32_EDGE_LIMIT, build_bytes, check_csr, from_edges, offsets_dtype, relabel)
 from helpers.generators import adversarial_graph, random_graph
+from snapserver import bounded
 
 
 def test_csr_both_ways_on_a_small_graph():
@@ -40,7 +47,8 @@ def test_isolated_vertices_kept_when_num_vertices_given():
 def test_in_csr_is_the_transpose_of_out_csr_on_random_graphs():
     for seed in range(5):
         g = adversarial_graph(3_000, seed=seed, hub_in_links=2_500)
-        out = sp.csr_matrix((np.ones(g.num_edges), g.out_targets, g.out_offsets), shape=(g.num_vertices,) * 2)
+        shape = (g.num_vertices,) * 2
+        out = sp.csr_matrix((np.ones(g.num_edges), g.out_targets, g.out_offsets), shape=shape)
         inn = sp.csr_matrix((np.ones(g.num_edges), g.in_sources, g.in_offsets), shape=(g.num_vertices,) * 2)
         assert (out.T != inn).nnz == 0
         for v in range(0, g.num_vertices, 97):   # in-link lists are sorted by source
@@ -178,7 +186,8 @@ def test_a_utf8_bom_is_skipped(tmp_path):
     assert read_edge_list(gz).original_ids.tolist() == [5, 7]
 
 
-@pytest.mark.parametrize("comment", [b"# caf\xe9 (latin-1)\n", b"# \xe2\x82\xac UTF-8\n", b"# \x00\xff\xfe\x80 binary\n"])
+@pytest.mark.parametrize("comment", [b"# caf\xe9 (latin-1)\n", b"# \xe2\x82\xac UTF-8\n",
+                                     b"# \x00\xff\xfe\x80 binary\n"])
 def test_any_byte_in_a_comment_is_accepted(tmp_path, comment):
     path = tmp_path / "c.txt"
     path.write_bytes(comment + b"0 1\n1 2 # trailing \xff\n")
@@ -191,7 +200,7 @@ def test_reading_does_not_depend_on_the_locale(tmp_path):
     import sys
     path = tmp_path / "accents.txt.gz"
     path.write_bytes(gzip.compress("# Zoë’s graph — naïve “quotes”\n0 1\n1 2\n2 x\n".encode()))
-    script = (f"from helpers.graph import read_edge_list, GraphFormatError\n"
+    script = (f"from helpers.graphfiles import read_edge_list, GraphFormatError\n"
               f"try:\n    read_edge_list({str(path)!r})\n"
               f"except GraphFormatError as e:\n    print('refused:', e)\n")
     env = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "ascii:backslashreplace",
@@ -205,8 +214,8 @@ def test_reading_does_not_depend_on_the_locale(tmp_path):
 def test_a_header_that_disagrees_with_the_body_is_warned_about(tmp_path):
     path = tmp_path / "h.txt"
     path.write_text("# Directed graph\n# Nodes: 5 Edges: 7\n0 1\n1 2\n2 0\n")
-    with pytest.warns(GraphFormatWarning, match=r"the header says 5 nodes and 7 edges, the body has 3 distinct "
-                                                r"ids and 3 edge lines"):
+    with pytest.warns(GraphFormatWarning, match=r"the header says 5 nodes and 7 edges, the body has 3 "
+                                                r"distinct ids and 3 edge lines"):
         read_edge_list(path)
     path.write_text("# Directed graph\n# Nodes: 3 Edges: 3\n0 1\n1 2\n2 0\n")
     with warnings.catch_warnings():
@@ -219,8 +228,8 @@ def test_num_vertices_with_relabelling_must_equal_the_distinct_ids(tmp_path):
     path.write_text("10 30\n30 20\n")
     assert read_edge_list(path, num_vertices=3).num_vertices == 3
     for wrong in (6, 2):
-        with pytest.raises(GraphFormatError, match=rf"num_vertices={wrong}, but the edges hold 3 distinct ids; "
-                                                   r".*relabel_ids=False"):
+        with pytest.raises(GraphFormatError, match=rf"num_vertices={wrong}, but the edges hold 3 distinct "
+                                                   r"ids; .*relabel_ids=False"):
             read_edge_list(path, num_vertices=wrong)
     assert read_edge_list(path, relabel_ids=False, num_vertices=40).num_vertices == 40   # the other way
 
@@ -248,7 +257,8 @@ def test_a_directed_read_of_an_undirected_file_is_warned_about(tmp_path, header)
         both_ways = read_edge_list(path, undirected=True)
     assert both_ways.num_edges == 2 * pairs
     src, dst = both_ways.edges()
-    assert np.array_equal(np.sort(src * both_ways.num_vertices + dst), np.sort(dst * both_ways.num_vertices + src))
+    n = both_ways.num_vertices
+    assert np.array_equal(np.sort(src * n + dst), np.sort(dst * n + src))
 
 
 def test_directed_files_read_without_a_warning(tmp_path):
@@ -261,9 +271,9 @@ def test_directed_files_read_without_a_warning(tmp_path):
     assert again.num_edges == g.num_edges and np.array_equal(again.in_sources, g.in_sources)
     isolated = g.num_vertices - np.unique(np.concatenate(g.edges())).size
     assert isolated > 0
-    with pytest.warns(GraphFormatWarning, match=rf"the header says 300 nodes and {g.num_edges} edges, the body "
-                                                rf"has {300 - isolated} distinct ids .*: {isolated} vertices have "
-                                                r"no edge in the file"):
+    with pytest.warns(GraphFormatWarning, match=rf"the header says 300 nodes and {g.num_edges} edges, the "
+                                                rf"body has {300 - isolated} distinct ids .*: {isolated} "
+                                                r"vertices have no edge in the file"):
         read_edge_list(path)
 
 
@@ -296,14 +306,14 @@ def test_argument_errors_are_both_value_and_type_errors():
 
 
 def test_numpy_integers_are_accepted_as_counts_and_ids():
-    g = from_edges(np.array([0, 1], dtype=np.uint8), np.array([1, 2], dtype=np.int16), num_vertices=np.int64(4),
-                   original_ids=np.array([5, 6, 7, 8], dtype=np.uint64))
+    g = from_edges(np.array([0, 1], dtype=np.uint8), np.array([1, 2], dtype=np.int16),
+                   num_vertices=np.int64(4), original_ids=np.array([5, 6, 7, 8], dtype=np.uint64))
     assert g.num_vertices == 4 and g.original_ids.tolist() == [5, 6, 7, 8]
 
 
 def test_ids_beyond_int64_are_reported_with_their_true_value():
     big = np.array([3, 2**63], dtype=np.uint64)
-    with pytest.raises(GraphFormatError, match=r"sources\[1\] = 9223372036854775808 does not fit in 64 bits"):
+    with pytest.raises(GraphFormatError, match=r"sources\[1\] = 9223372036854775808 does not fit in 64"):
         relabel(big, np.array([1, 2]))
     with pytest.raises(GraphFormatError, match=r"targets\[0\] = 1180591620717411303424 does not fit"):
         relabel([1], [2**70])
@@ -325,11 +335,14 @@ def test_check_csr_accepts_built_graphs_and_names_what_is_wrong():
         return copy
 
     cases = [
-        (broken("in_sources", lambda a: a.__setitem__(5, 10**9)), r"in ids must lie in 0\.\.1999, found 1000000000"),
+        (broken("in_sources", lambda a: a.__setitem__(5, 10**9)),
+         r"in ids must lie in 0\.\.1999, found 1000000000"),
         (broken("in_sources", lambda a: a.__setitem__(5, g.num_vertices)), r"found 2000"),
         (broken("out_targets", lambda a: a.__setitem__(0, -1)), r"out ids must lie in 0\.\.1999, found -1"),
-        (broken("out_offsets", lambda a: a.__setitem__(7, a[9])), r"out_offsets decrease|out_degree disagrees"),
-        (broken("in_sources", lambda a: a.__setitem__(slice(None), np.roll(a, 1))), r"in-links are not sorted"),
+        (broken("out_offsets", lambda a: a.__setitem__(7, a[9])),
+         r"out_offsets decrease|out_degree disagrees"),
+        (broken("in_sources", lambda a: a.__setitem__(slice(None), np.roll(a, 1))),
+         r"in-links are not sorted"),
         (broken("out_degree", lambda a: a.__setitem__(3, a[3] + 1)), r"out_degree disagrees"),
     ]
     for bad, message in cases:
@@ -348,9 +361,136 @@ def test_a_header_with_line_breaks_stays_one_comment(tmp_path):
     assert path.read_text().splitlines()[0] == "# two lines 5 6"
 
 
+def test_a_file_of_endless_comments_or_blank_lines_is_refused_early(tmp_path):
+    path = tmp_path / "blank.txt.gz"
+    for filler, what in ((b"\n", "blank or comment lines"), (b"# again\n", "blank or comment lines")):
+        path.write_bytes(gzip.compress(b"0 1\n" + filler * 2_000_000))
+        start = time.monotonic()
+        with pytest.raises(GraphFormatError, match=rf"blank\.txt\.gz: more than 1,000 {what}"):
+            read_edge_pairs(path, max_lines=1_000)
+        assert time.monotonic() - start < 5
+
+
 def test_reading_stops_after_max_lines(tmp_path):
     path = tmp_path / "long.txt.gz"
-    path.write_bytes(gzip.compress(b"# a compressed file that expands far beyond what it claims\n" + b"0 1\n" * 200_000))
+    path.write_bytes(gzip.compress(b"# a compressed file that expands far beyond what it claims\n"
+                                   + b"0 1\n" * 200_000))
     with pytest.raises(GraphFormatError, match=r"long\.txt\.gz: more than 1,000 edge lines"):
         read_edge_pairs(path, max_lines=1_000)
     assert read_edge_pairs(path, max_lines=200_000).shape == (200_000, 2)
+
+
+# --- hostile inputs: a line without end, sizes beyond memory, FIFOs, ids NumPy might read leniently ------
+
+def one_long_line(path, gib: int, before: bytes = b"# header\n# more\n") -> None:
+    """A gzip file whose third line is ``gib`` GiB of digits with no line break: 1 KB per MiB, as gzip
+    members that decompress one after the other."""
+    member = gzip.compress(b"7" * 2**20, compresslevel=9)
+    with open(path, "wb") as f:
+        f.write(gzip.compress(before))
+        for _ in range(gib * 1024):
+            f.write(member)
+
+
+@pytest.mark.parametrize("reader", [read_edge_list, read_edge_pairs, read_header])
+def test_a_gzip_holding_one_3_gib_line_is_refused_naming_the_line_without_reading_it(tmp_path, reader):
+    path = tmp_path / "long.txt.gz"
+    one_long_line(path, 3)
+    tracemalloc.start()
+    start = time.monotonic()
+    with pytest.raises(GraphFormatError, match=rf"long\.txt\.gz: line 3 is longer than {MAX_LINE_BYTES:,} "
+                                               r"bytes, which no edge list holds"):
+        reader(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert time.monotonic() - start < 10 and peak < 64 * 2**20
+
+
+def test_a_long_line_in_the_middle_of_a_plain_file_is_named(tmp_path):
+    path = tmp_path / "g.txt"
+    path.write_bytes(b"0 1\n1 2\n2 3\n" + b"4" * (3 * MAX_LINE_BYTES) + b" 5\n6 7\n")
+    with pytest.raises(GraphFormatError, match=r"g\.txt: line 4 is longer than"):
+        read_edge_list(path)
+    path.write_bytes(b"0 1\n# " + b"x" * (MAX_LINE_BYTES - 2) + b"\n1 2\n")    # at the limit: still read
+    assert read_edge_list(path).num_edges == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs (named pipes)")
+def test_a_fifo_is_refused_at_once_never_read(tmp_path):
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    for reader in (read_edge_list, read_header, read_edge_pairs):
+        error = bounded(lambda: reader(fifo), 20)
+        assert isinstance(error, GraphFormatError)
+        assert str(error) == f"no edge-list file at {fifo}: it is a FIFO (named pipe), not a regular file"
+    error = bounded(lambda: open_regular(fifo), 20)
+    assert isinstance(error, NotRegularFileError)
+    assert str(error) == f"{fifo}: it is a FIFO (named pipe), not a regular file"
+
+
+@pytest.mark.parametrize("line, message", [
+    (b"2 1.5", r"'1\.5' is not an integer vertex id"),          # NumPy 2.0: the edge 2 -> 1 and a warning
+    (b"2.0 1", r"'2\.0' is not an integer vertex id"),
+    (b"2 1e3", r"'1e3' is not an integer vertex id"),
+    (b"2 0x1F", r"'0x1F' is not an integer vertex id"),
+    (b"2 1_000", r"'1_000' is not an integer vertex id"),       # Python's int() would take it
+    (b"2 inf", r"'inf' is not an integer vertex id"),
+    (b"2 +-3", r"'\+-3' is not an integer vertex id"),
+    (b"2 3-", r"'3-' is not an integer vertex id"),
+    (b"2 \xb2", r"'\xb2' is not an integer vertex id"),          # a superscript two in latin-1
+    (b"2\x0b3", r"ids must be separated by spaces or tabs, found '2\\x0b3'"),
+    (b"\x1c2 3", r"ids must be separated by spaces or tabs"),
+    (b"2\r3", r"ids must be separated by spaces or tabs, found '2\\r3'"),   # a lone carriage return
+    (b"2,3", r"expected two vertex ids \(source target\), found 1 column"),
+])
+def test_malformed_ids_are_refused_whatever_numpy_accepts(tmp_path, line, message):
+    """The ids are checked before NumPy's reader sees them: every NumPy the project allows refuses them."""
+    for name in ("bad.txt", "bad.txt.gz"):
+        path = tmp_path / name
+        body = b"# header\n0 1\n" + line + b"\n1 2\n"
+        path.write_bytes(gzip.compress(body) if name.endswith(".gz") else body)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")                       # a DeprecationWarning is not an answer
+            with pytest.raises(GraphFormatError, match=rf"{name}: line 3: {message}"):
+                read_edge_list(path)
+
+
+def test_from_edges_refuses_a_graph_the_host_cannot_hold_with_the_arithmetic(monkeypatch):
+    monkeypatch.setattr(graph, "available_host_bytes", lambda: 8 * 2**30)
+    with pytest.raises(GraphTooLargeError) as caught:
+        from_edges([0], [1], num_vertices=2**31 - 1)
+    assert str(caught.value) == (
+        "building 'graph' (2,147,483,647 vertices, 1 edges) needs about 44.00 GiB of host memory (22 bytes "
+        "per vertex + 17 per edge), and 8.00 GiB is available; use fewer vertices or edges, or free memory")
+    assert isinstance(caught.value, MemoryError)
+    assert from_edges([0], [1], num_vertices=1_000).num_vertices == 1_000     # 22 kB: built
+
+
+def test_reading_and_relabelling_refuse_what_the_host_cannot_hold(tmp_path, monkeypatch):
+    path = tmp_path / "g.txt"
+    path.write_text("".join(f"{i} {i + 1}\n" for i in range(100_000)))
+    monkeypatch.setattr(graph, "available_host_bytes", lambda: 2**20)
+    with pytest.raises(GraphTooLargeError, match=r"reading 100,000 edge lines of g\.txt needs about 1\.7 "
+                                                 r"MiB of host memory \(18 bytes per line\), and 1\.0 MiB "
+                                                 r"is available; read a smaller file"):
+        read_edge_list(path)
+    with pytest.raises(GraphTooLargeError, match=r"relabelling 200,000 ids needs about 5\.3 MiB"):
+        relabel(np.arange(100_000), np.arange(1, 100_001))
+
+
+def test_the_host_memory_is_read(monkeypatch):
+    available = graph.available_host_bytes()
+    assert available is None or available > 2**20
+
+
+def test_build_bytes_is_within_15_percent_of_what_building_allocates():
+    """The estimate the bench checks before generating: measured here on mid-size graphs, both shapes."""
+    for n, m in ((200_000, 1_500_000), (1_000_000, 300_000)):
+        rng = np.random.default_rng(3)
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        from_edges(src, dst, n)
+        peak = tracemalloc.get_traced_memory()[1] - base
+        tracemalloc.stop()
+        assert abs(build_bytes(n, m) / peak - 1) < 0.15, (n, m, build_bytes(n, m), peak)

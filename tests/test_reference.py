@@ -157,7 +157,8 @@ def test_the_progress_bar_shows_iterations_and_the_l1_change(capsys):
     graph = generators.rmat_graph(5_000, 30_000, seed=2)
     result = pagerank(graph, progress=True)
     out = capsys.readouterr().out
-    assert "PageRank (float64)" in out and f"{result.iterations}it" in out
+    assert "PageRank (float64)" in out and f"{result.iterations} steps" in out   # plain lines: captured
+    assert "\r" not in out
     assert f"L1 change {result.residuals[-1]:.2e}" in out
     pagerank(graph)
     assert capsys.readouterr().out == ""                           # off by default

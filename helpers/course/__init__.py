@@ -62,7 +62,7 @@ def describe_path(path) -> str:
     for anchor, form in anchors:
         try:
             relative = path.resolve().relative_to(anchor.resolve())
-        except (ValueError, OSError):
+        except (ValueError, OSError, RuntimeError):   # RuntimeError: a symlink loop (Python < 3.13)
             continue
         if relative == Path("."):                  # the anchor itself: "$PAGERANK_DATA_DIR/", "~/"
             return "the course folder" if anchor == ROOT else form.format("")

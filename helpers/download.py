@@ -1,0 +1,273 @@
+"""Fetching one file over http(s) through pooch's HTTP downloader (requests underneath): a per-read timeout,
+redirects kept within http(s), a size limit, an overall deadline and retries of what retrying can cure, every
+failure told in the project's own words (DownloadError, IntegrityError) without the libraries' noise.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import ssl
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+import pooch
+
+MIN_RATE = 10_000          # bytes/s: the default deadline allows the file's size at this rate ...
+DEADLINE_SLACK = 120.0     # ... plus this many seconds
+RETRY_PAUSE = 1.0          # seconds before the second attempt, doubled for each further one (at most 8x)
+MAX_REDIRECTS = 10
+CHUNK = 1 << 16
+HEADERS = {"Accept-Encoding": "identity", "Connection": "close", "User-Agent": "pagerank-on-the-gpu"}
+
+
+class DownloadError(RuntimeError):
+    """The file could not be fetched (network, host, HTTP status, deadline, timeout); nothing was cached."""
+
+
+class IntegrityError(RuntimeError):
+    """The file arrived but is not what the registry describes; nothing was cached."""
+
+
+class _Retry(Exception):
+    """A failure another attempt may cure (connection, reset, timeout, HTTP 5xx); says what happened."""
+
+
+class _Transfer:
+    """One attempt, shared by the thread that runs pooch's downloader and the caller that watches it: the
+    response hook (every answer, redirects included) and the file-like target the body is written to."""
+
+    def __init__(self, file, limit: int):
+        self.file, self.limit = file, limit
+        self.received, self.total, self.hops = 0, None, 0
+        self.response, self.error, self.answered, self.cancelled = None, None, False, False
+        self.notes = []                    # warnings for the caller to print (a redirect to plain http)
+
+    def hook(self, response, *args, **kwargs):
+        if response.is_redirect:
+            self.hops += 1
+            target = urljoin(response.url, response.headers["Location"])
+            scheme = urlsplit(target).scheme.lower()
+            if scheme not in ("http", "https"):
+                raise DownloadError(f"the server redirected to {target[:200]!r}, which is not an http(s):// "
+                                    f"address")
+            if self.hops > MAX_REDIRECTS:
+                raise DownloadError(f"more than {MAX_REDIRECTS} redirects")
+            if scheme == "http" and urlsplit(response.url).scheme.lower() == "https":
+                self.notes.append(f"redirected from https:// to plain http:// ({target[:200]}): the "
+                                  f"transfer is not authenticated")
+            return response
+        self.response = response
+        length = response.headers.get("Content-Length", "").strip()
+        self.total = int(length) if length.isdigit() else None
+        if response.status_code == 200 and self.total is not None and self.total > self.limit:
+            raise IntegrityError(f"the server announces {self.total:,} bytes, more than an edge list of "
+                                 f"this size can take ({self.limit:,}); it is not the dataset")
+        self.answered = response.status_code == 200
+        return response
+
+    def write(self, data: bytes) -> None:
+        if self.cancelled:
+            raise DownloadError("cancelled")
+        self.received += len(data)
+        if self.received > self.limit:
+            raise IntegrityError(f"the server sent more than {self.limit:,} bytes, more than an edge list "
+                                 f"of this size can take; it is not the dataset")
+        try:
+            self.file.write(data)
+        except OSError as error:
+            raise DownloadError(f"could not write the download: {error.strerror or error}") from None
+
+    def flush(self) -> None:
+        pass
+
+    def cancel(self) -> None:
+        """Stop the other thread: no more writes, and a read that waits on the socket wakes up."""
+        self.cancelled = True
+        connection = getattr(getattr(self.response, "raw", None), "connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """The error and everything it wraps (causes, contexts, urllib3's reasons, exceptions in args)."""
+    seen, todo = [], [error]
+    while todo:
+        item = todo.pop(0)
+        if not isinstance(item, BaseException) or any(item is s for s in seen):
+            continue
+        seen.append(item)
+        todo += [getattr(item, "reason", None), item.__cause__, item.__context__, *getattr(item, "args", ())]
+    return seen
+
+
+PLAIN_HTTP_REASONS = {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG",
+                      "UNKNOWN_PROTOCOL", "HTTP_REQUEST", "UNEXPECTED_RECORD"}   # TLS spoken to plain HTTP
+
+
+def _tls_problem(causes) -> str:
+    """Why a TLS handshake failed, in words that say what to check."""
+    certificate = next((c for c in causes if isinstance(c, ssl.SSLCertVerificationError)), None)
+    if certificate is not None:
+        why = certificate.verify_message or certificate.reason
+        return (f"the server's TLS certificate was refused ({why}); the address may not be the server it "
+                f"claims to be")
+    tls = [c for c in causes if isinstance(c, ssl.SSLError)]
+    text = " ".join(str(c) for c in tls).lower()
+    said = ("wrong version number", "record layer failure", "packet length too long")
+    if any(getattr(c, "reason", None) in PLAIN_HTTP_REASONS for c in tls) or any(w in text for w in said):
+        return ("the server does not speak TLS: it answered an https:// request in plain HTTP; check the "
+                "scheme of the address (a plain-HTTP mirror needs http://)")
+    reason = next((c.reason for c in tls if getattr(c, "reason", None)), None)
+    return f"the TLS connection failed ({reason or 'handshake error'})"
+
+
+def _connection_problem(causes) -> str:
+    """A short, library-free description of why a connection could not be made or was lost."""
+    if any(isinstance(c, socket.gaierror) or type(c).__name__ == "NameResolutionError" for c in causes):
+        return "the host name could not be resolved (no network, or a wrong address)"
+    if any(isinstance(c, ConnectionRefusedError) for c in causes):
+        return "the connection was refused (nothing listens at that address)"
+    if any(isinstance(c, ConnectionResetError) for c in causes):
+        return "the connection was reset"
+    if any(type(c).__name__ in ("RemoteDisconnected", "IncompleteRead") for c in causes):
+        return "the server closed the connection"
+    system = next((c for c in causes if isinstance(c, OSError) and c.strerror), None)
+    return system.strerror if system is not None else type(causes[-1]).__name__
+
+
+def _classify(error: BaseException, transfer: _Transfer, timeout: float) -> BaseException:
+    """Turn whatever requests raised into _Retry (worth another attempt) or the project's own errors."""
+    import http.client
+
+    import requests
+
+    if isinstance(error, (_Retry, DownloadError, IntegrityError)):
+        return error
+    causes = _causes(error)
+    if any(isinstance(c, ssl.SSLError) for c in causes) and not transfer.answered:
+        if any(isinstance(c, ssl.SSLEOFError) for c in causes):
+            return _Retry("the server closed the connection during the TLS handshake")
+        return DownloadError(_tls_problem(causes))
+    status = getattr(getattr(error, "response", None), "status_code", None)
+    if isinstance(error, requests.HTTPError) and status is not None:
+        reason = "".join(c for c in str(error.response.reason or "")[:60] if c.isprintable())
+        answer = f"the server answered HTTP {status}" + (f" ({reason})" if reason else "")
+        return _Retry(answer) if status >= 500 or status in (408, 429) else DownloadError(answer)
+    short = next((c for c in causes if type(c).__name__ == "IncompleteRead" and isinstance(c.partial, int)),
+                 None)                                       # urllib3's count includes a chunk it dropped
+    received = max(transfer.received, short.partial if short else 0)
+    got = f"{received:,}" + (f" of {transfer.total:,}" if transfer.total is not None else "")
+    if isinstance(error, requests.exceptions.ConnectTimeout):
+        return _Retry(f"could not connect: no answer within {timeout:g} s")
+    if any(isinstance(c, (requests.exceptions.ReadTimeout, socket.timeout, TimeoutError)) or
+           type(c).__name__ == "ReadTimeoutError" for c in causes):
+        where = f"in the middle of the body ({got} bytes written)" if transfer.answered else \
+            "(no answer to the request)"
+        return _Retry(f"the server sent nothing for {timeout:g} s {where}")
+    if transfer.answered:
+        return _Retry(f"the connection was lost after {got} bytes ({_connection_problem(causes)})")
+    odd = next((c for c in causes if isinstance(c, http.client.HTTPException)
+                and not isinstance(c, ConnectionError) and type(c).__name__ != "IncompleteRead"), None)
+    if odd is not None:
+        return DownloadError(f"the server's answer is not valid HTTP ({type(odd).__name__})")
+    if isinstance(error, (requests.exceptions.ConnectionError, ConnectionError)):
+        problem = _connection_problem(causes)
+        if problem.startswith("the host name could not be resolved"):   # it will not resolve seconds later
+            return DownloadError(f"could not connect: {problem}")         # either: say so at once
+        return _Retry(f"could not connect: {problem}")
+    if isinstance(error, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
+                          requests.exceptions.MissingSchema, ValueError, UnicodeError)):
+        return DownloadError(f"the address cannot be used ({type(error).__name__})")
+    return DownloadError(f"unexpected {type(error).__name__}: {str(error)[:200]}")
+
+
+def _attempt(url: str, part: Path, clock: dict, *, max_bytes: int, timeout: float, progress: bool) -> None:
+    """One attempt: pooch's downloader in a worker thread, watched from this one for the deadline (which a
+    server sending a byte a second never meets through the per-read timeout), drawing the progress bar."""
+    from .progress import bar
+
+    label = part.name.rsplit(".part", 1)[0]
+    try:
+        out = open(part, "wb")
+    except OSError as error:
+        raise DownloadError(f"could not write the download to {part.parent}: "
+                            f"{error.strerror or error}") from None
+    transfer = _Transfer(out, max_bytes)
+    downloader = pooch.HTTPDownloader(progressbar=False, chunk_size=CHUNK, timeout=timeout,
+                                      headers=HEADERS, hooks={"response": transfer.hook})
+
+    def work():
+        try:
+            downloader(url, transfer, None)
+        except BaseException as error:      # noqa: BLE001: reported by the caller's thread
+            transfer.error = error
+
+    worker = threading.Thread(target=work, daemon=True, name=f"download of {label}")
+    shown = None
+    try:
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+            if shown is None and transfer.answered:        # the server answered: notes, size, progress bar
+                for note in transfer.notes:
+                    print(f"WARNING: {label}: {note}")
+                clock["size"] = transfer.total or clock["size"]
+                shown = bar(transfer.total, label, unit="B", unit_scale=True, unit_divisor=1024,
+                            enabled=progress)
+            if shown is not None:
+                shown.update(transfer.received - shown.n)
+            end = _deadline(clock)
+            if time.monotonic() > end and worker.is_alive():
+                got = f"{transfer.received:,}" + (f" of {transfer.total:,}" if transfer.total else "")
+                raise DownloadError(f"the download did not finish within its deadline of "
+                                    f"{end - clock['start']:.0f} s ({got} bytes arrived); pass deadline= "
+                                    f"for more time")
+        if transfer.error is not None:
+            raise _classify(transfer.error, transfer, timeout)
+    finally:
+        transfer.cancel()                                  # before the file closes: no late write reaches it
+        out.close()
+        if shown is not None:
+            shown.close()
+
+
+def _deadline(clock: dict) -> float:
+    """When the download must have finished: the given deadline, else 120 s plus its size at MIN_RATE."""
+    return clock["start"] + (clock["deadline"] or DEADLINE_SLACK + clock["size"] / MIN_RATE)
+
+
+def fetch(url: str, dest: Path, *, name: str, size_guess: int, max_bytes: int, retries: int = 3,
+          timeout: float = 60.0, deadline: float | None = None, progress: bool = True,
+          verbose: bool = True) -> None:
+    """Download ``url`` into ``dest`` (renamed into place once whole), retrying what retrying can cure,
+    within one overall deadline: ``deadline`` seconds, else 120 s plus the size at 10 kB/s (``size_guess``
+    until the server says). ``name`` labels the messages. Raises DownloadError, or IntegrityError for a body
+    over ``max_bytes``; a progress bar named after the file shows the transfer."""
+    clock = {"start": time.monotonic(), "deadline": deadline, "size": size_guess}
+    last = None
+    for attempt in range(1, retries + 1):
+        part = dest.with_name(f"{dest.name}.part{attempt}")   # a late write of an abandoned attempt cannot
+        try:                                                  # reach the next attempt's file
+            _attempt(url, part, clock, max_bytes=max_bytes, timeout=timeout, progress=progress)
+            os.replace(part, dest)
+            return
+        except _Retry as retry:
+            last = str(retry)
+        except IntegrityError as error:
+            raise IntegrityError(f"{name}: {url}: {error}") from None
+        except DownloadError as error:
+            raise DownloadError(f"{url}: {error}") from None
+        pause = RETRY_PAUSE * min(2.0 ** (attempt - 1), 8.0)
+        if attempt == retries or time.monotonic() + pause > _deadline(clock):
+            break
+        if verbose:
+            print(f"{name}: attempt {attempt} of {retries} failed ({last}); trying again in {pause:g} s")
+        time.sleep(pause)
+    tries = f" ({attempt} attempts)" if attempt > 1 else ""
+    raise DownloadError(f"{url}: {last}{tries}")
