@@ -332,11 +332,12 @@ def order_summary(table, name: str = "fused") -> list[str]:
     for how, row in rows.drop(index="given").iterrows():
         gather = verdicts.compare(row["gather"], given["gather"])
         sectors = given["sectors_per_edge"] / row["sectors_per_edge"]
-        lines.append(f"{how}: " + gather.sentence("its gather floor", "the given order's") + ".")
+        lines.append(gather.sentence(f"{how}: the gather floor", "in the given order") + ".")
         if gather.word == "faster" and gather.times > sectors * (1 + verdicts.MARGIN):
-            lines.append(f"  Its sector requests fell only {sectors:.2f}x: reuse of cached sectors did "
-                         "the rest.")
-        lines.append("  " + row[f"{name}: verdict"].sentence(name, "in the given order") + ".")
+            lines.append(f"  The sector requests fell by a factor of only {sectors:.2f}: reuse of cached "
+                         "sectors did the rest.")
+        lines.append("  " + row[f"{name}: verdict"].sentence(f"{name} in this order", "in the given order")
+                     + ".")
         if np.isfinite(row["repaid after (iterations)"]):
             lines.append(f"  The order is repaid after about {one_sample(row['repaid after (iterations)'])} "
                          f"{name} iterations.")
@@ -431,11 +432,11 @@ def library_report(dg, floor=None, *, iterations: int = 10, trials: int = 15):
     chosen = f"{name}, CUDA graph"
     other = "fused, CUDA graph" if name == "blocked" else "blocked, CUDA graph"
     lines = [f"pagerank_gpu would run {name} here: {why}"]
-    lines.append(verdicts.compare(timings[chosen], timings[other]).sentence(chosen, other))
+    lines.append(verdicts.compare(timings[chosen], timings[other]).sentence(name, other.split(",")[0]))
     for label in timings:
         if "SpMV" in label or "torch" in label:
             lines.append(verdicts.compare(timings[chosen], timings[label]).sentence(
-                f"{name} (a whole iteration)", f"{label} (alone)"))
+                f"a whole {name} iteration", label))
     if floor is not None:
         lines.append(verdicts.compare(timings[chosen], floor).sentence(name, "the random-gather floor"))
     if left_out:
@@ -461,6 +462,7 @@ def plot_sweep(sweep, lines: dict | None = None, marks: dict | None = None, ax=N
     for (label, mib), style in zip((marks or {}).items(), ("-", "--")):
         ax.axvline(mib, color="grey", ls=style, lw=0.8, label=label)
     ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(plt.FormatStrFormatter("%g"))
     ax.set_xlabel("segment size, MiB of float32 values")
     ax.set_ylabel("ms per iteration")
     ax.set_title(title, fontsize=8)
@@ -476,7 +478,7 @@ def sweep_summary(sweep, timings: dict, floor=None) -> list[str]:
     default = timings["segments of 0.5 x L2"]
     fastest = sweep.loc[int(np.argmin([t.median_ms for t in sweep["iteration"]]))]
     largest = sweep.iloc[-1]
-    lines = [f"fastest by median: {fastest['variant']} ({int(fastest['segments'])} segments)"]
+    lines = [f"fastest by median: {fastest['variant']} ({int(fastest['segments'])} segment(s))"]
     lines.append(verdicts.compare(default, timings["fused (no segments)"]).sentence(
         "blocked, half of L2", "fused"))
     if floor is not None:

@@ -137,9 +137,9 @@ def test_order_summary_says_when_reuse_did_more_than_the_sector_count():
         {"order": "out-degree", "sectors_per_edge": 0.998, "gather": out, "fused: verdict": fused_verdict,
          "repaid after (iterations)": 13.2}])
     lines = convergence.order_summary(table, "fused")
-    assert lines[0].startswith("out-degree: its gather floor is about 2.3x faster")
-    assert "reuse of cached sectors did the rest" in lines[1]
-    assert "fused is about 2.1x faster than in the given order" in lines[2]
+    assert lines[0] == "out-degree: the gather floor is about 2.3x faster than in the given order."
+    assert "fell by a factor of only 1.00: reuse of cached sectors did the rest" in lines[1]
+    assert "fused in this order is about 2.1x faster than in the given order" in lines[2]
     assert "repaid after about 13 fused iterations" in lines[3]
 
 
@@ -150,7 +150,7 @@ def test_sweep_summary_names_the_fastest_size_and_the_one_segment_control():
         {"variant": "segments of 4 x L2", "segments": 1, "MiB of values": 200.0, "iteration": whole}])
     timings = {"segments of 0.5 x L2": half, "segments of 4 x L2": whole, "fused (no segments)": fused}
     lines = convergence.sweep_summary(sweep, timings, floor=Timing.of([6.6, 6.7, 6.65]))
-    assert lines[0] == "fastest by median: segments of 0.5 x L2 (5 segments)"
+    assert lines[0] == "fastest by median: segments of 0.5 x L2 (5 segment(s))"
     assert lines[1].startswith("blocked, half of L2 is about 2.2x faster than fused")
     assert "than the gather floor" in lines[2]
     assert lines[3].startswith("1 segment(s) of 200 MiB is about 1.8x slower than half of L2")
