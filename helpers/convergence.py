@@ -1,9 +1,7 @@
-"""Plumbing for lectures 20-22 (convergence; fusion and CUDA graphs; vertex order and blocking), so that
-their cells show the experiment and not the bookkeeping: the norms of an iteration's change and the rates
-they shrink at, whole iterations timed interleaved (launched from Python, replayed as CUDA graphs, or a
-library's SpMV), an order or a segment size against the given one by the verdict rule
-(``helpers.verdicts``), what a control experiment supports, graph sizes beyond this GPU's L2, and
-drawings of which thread (or pass) reads which data. Nothing here imports CuPy at import time."""
+"""Plumbing for lectures 20-22 (convergence, fusion, vertex order and blocking), so their cells show the
+experiment, not the bookkeeping: an iteration's change and its rate, whole iterations timed interleaved
+(launched, replayed as CUDA graphs, or a library's SpMV) and judged by ``helpers.verdicts``, what a control
+supports, sizes beyond L2, drawings of who reads what. Nothing here imports CuPy at import time."""
 from __future__ import annotations
 
 import math
@@ -235,10 +233,7 @@ def time_iterations(runs: dict, *, iterations: int = ITERATIONS, trials: int = 1
 
 
 def _repeat(call, times: int):
-    def many():
-        for _ in range(times):
-            call()
-    return many
+    return lambda: [call() for _ in range(times)]
 
 
 def sum_alone(dg, name: str):
