@@ -294,7 +294,9 @@ def make_iteration(dg: DeviceGraph, name, damping: float = DAMPING, personalizat
     """The per-iteration object of a variant: its own class for whole-iteration variants, else Iteration."""
     v = variant(name)
     cls = v.iteration or Iteration
-    return cls(dg, v.name, damping, personalization, tol=tol, max_iter=max_iter, **settings)
+    # an Iteration gets the Variant itself: a lecture's own Variant (pg.Variant(...)) is not in VARIANTS
+    return cls(dg, v if cls is Iteration else v.name, damping, personalization, tol=tol, max_iter=max_iter,
+               **settings)
 
 
 @dataclass(frozen=True)
@@ -310,12 +312,14 @@ class Captured:
 
 
 def capture(step, iterations: int, stream) -> Captured:
-    """Record ``iterations`` calls of ``step.run()`` on ``stream`` as one CUDA graph; an even number keeps a
-    whole-iteration variant's alternating buffers where they began, so the graph can be replayed again."""
+    """Record ``iterations`` calls of ``step.run()`` on ``stream`` as one CUDA graph; an even number
+    keeps a whole-iteration variant's alternating buffers where they began, for replays again and
+    again."""
     if iterations % 2:
-        raise ValueError("capture an even number of iterations, so that each replay ends where it began")
+        raise ValueError("capture an even number of iterations: a replay must end where it began")
     step.run(), step.run()                               # compiled and warm before capturing
-    stream.wait_event(require_gpu().cuda.get_current_stream().record())   # inputs written before replays read them
+    # the inputs are written before any replay reads them
+    stream.wait_event(require_gpu().cuda.get_current_stream().record())
     with stream:
         stream.begin_capture()
         for _ in range(iterations):
