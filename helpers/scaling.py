@@ -5,6 +5,7 @@ the GPU overtakes the CPU, and their plots. Every "faster" comes from ``helpers.
 Nothing here imports CuPy at import time."""
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from types import SimpleNamespace
@@ -55,6 +56,24 @@ def versus_table(timings: dict, subject: str, floor: Timing | None = None):
 def sentences(timings: dict, subject: str, others) -> list[str]:
     """One sentence per other timing, each with one rounded number: the verdict on ``subject`` against it."""
     return [verdicts.compare(timings[subject], timings[other]).sentence(subject, other) for other in others]
+
+
+def share_removed(before: verdicts.Verdict, after: verdicts.Verdict) -> float:
+    """How much of a slowdown a control removes, from 0 to 1: one minus the log of the ratio after the
+    control over the log of the ratio before it (each a slow thing's time over its reference's)."""
+    if before.ratio <= 1:
+        raise ValueError(f"no slowdown to explain: the ratio before the control is {before.ratio:.3g}")
+    return float(min(max(1 - math.log(after.ratio) / math.log(before.ratio), 0.0), 1.0))
+
+
+def control_line(cause: str, before: verdicts.Verdict, after: verdicts.Verdict) -> str:
+    """A sentence on a suspected cause: supported when its control (which changes only that cause)
+    removes most of the slowdown, with the share it removes."""
+    if before.word != "slower":
+        return f"{cause}: no slowdown to explain ({before.word})"
+    share = share_removed(before, after)
+    word = "supported" if share >= 0.5 else "not supported"
+    return f"{cause}: {word}; its control removes about {share:.0%} of the slowdown"
 
 
 def run_breakdown(steps: dict, *, beside=()):
