@@ -166,7 +166,7 @@ def break_even(sweep, gpu: str, cpu: str):
     return words, f"{what} faster from {first:,} vertices on, at every larger size compared"
 
 
-def _bars(ax, x, timings, label, scale=None):
+def _bars(ax, x, timings, label):
     median = np.array([t.median_ms for t in timings])
     low = np.array([t.min_ms for t in timings])
     high = np.array([t.max_ms for t in timings])
