@@ -6,9 +6,7 @@
 // first). Whoever completes a vertex writes its new rank and next contribution and adds to its
 // block's share of the dangling mass and L1 change; the LAST block to finish adds all shares in
 // double precision, in a fixed order, and runs the stop test (state[0]: 1 met tol, 2 reached
-// max_iter), after which a later launch returns at once. Deterministic: no float atomics. Launch
-// with 256 threads per block. Part 1: the three kinds of work item, as device functions; part 2:
-// the last block's sums; part 3: the kernel.
+// max_iter), after which a later launch returns at once. No float atomics. 256 threads per block.
 #define THREADS 256
 #define WARPS (THREADS / 32)
 #define LIGHT_MAX 32
@@ -53,7 +51,7 @@ __device__ int heavy_item(int4 task, int item, const int* in_sources, const floa
     return v;                                           // completed by thread 0, or -1
 }
 
-// A medium vertex: one warp, lanes striding by 32, then a shuffle tree. Lane 0 completes it.
+// A medium vertex: one warp, lanes striding by 32, then a shuffle tree; lane 0 completes it.
 __device__ int medium_item(int u, const int* in_offsets, const int* in_sources,
                            const float* contrib, float& sum) {
     int lane = threadIdx.x % 32;
