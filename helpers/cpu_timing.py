@@ -3,7 +3,8 @@
 ``time_paired`` is the CPU analogue of ``gpu.time_paired``: the steps are timed interleaved, trial by trial
 in a rotating order, so that a slow spell of a shared machine hits them alike, and their Timings share a
 pairing id. ``numba_thread_runs`` gives the multi-core Numba iteration on one thread and on every core as two
-such steps; ``load_note`` says whether other processes were competing for the cores while timing.
+such steps; ``load_note`` says whether other processes were competing for the cores while timing;
+``million_per_second`` and ``plot_medians_with_ranges`` turn Timings into rates and into a line with ranges.
 """
 from __future__ import annotations
 
@@ -87,3 +88,21 @@ def load_note(when: str) -> str:
         return line + (" -- more runnable processes than cores: every time is inflated and the multi-core "
                        "ones are not representative; re-run on a quiet machine")
     return line + " (processes beyond this one would slow every time)"
+
+
+def million_per_second(timing: Timing, count: float) -> Timing:
+    """``count`` things (edges, say) done per trial of ``timing`` (milliseconds), as millions per second per
+    trial: a rate with its own median and range, pairing kept."""
+    return Timing(count / timing.samples_ms / 1e3, timing.pairing)
+
+
+def plot_medians_with_ranges(ax, x, timings, **style):
+    """One line through the medians of ``timings`` against ``x`` (sizes, say), with each Timing's fastest
+    to slowest trial as an error bar. ``style`` goes to ``ax.errorbar`` (label, fmt, ...)."""
+    import numpy as np
+
+    median = np.array([t.median_ms for t in timings])
+    below = median - np.array([t.min_ms for t in timings])
+    above = np.array([t.max_ms for t in timings]) - median
+    style = {"fmt": "o-", "capsize": 3, **style}
+    return ax.errorbar(list(x), median, yerr=[below, above], **style)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from helpers import cpu_timing, generators, verdicts
+from helpers.gpu import Timing
 from helpers.graph import ArgumentError
 from helpers.reference import DAMPING, pagerank_step, teleport_vector
 
@@ -58,3 +59,25 @@ def test_numba_runs_on_one_thread_and_on_every_core_give_the_reference_change():
 def test_the_load_note_names_the_cores():
     note = cpu_timing.load_note("now")
     assert note.startswith("load average (1 min) now: ") and f"on {cpu_timing.usable_cores()} cores" in note
+
+
+def test_rates_keep_one_sample_per_trial_and_the_pairing():
+    timing = Timing.of([2.0, 4.0, 1.0], pairing=-7)
+    rate = cpu_timing.million_per_second(timing, 6_000_000)
+    assert rate.samples_ms.tolist() == [3000.0, 1500.0, 6000.0] and rate.pairing == -7
+    assert (rate.median_ms, rate.min_ms, rate.max_ms) == (3000.0, 1500.0, 6000.0)
+
+
+def test_the_line_goes_through_the_medians_with_the_ranges_as_error_bars():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots()
+    bars = cpu_timing.plot_medians_with_ranges(ax, [10, 20], [Timing.of([1.0, 2.0, 4.0]),
+                                                              Timing.of([3.0, 3.5, 5.0])], label="x")
+    line, _, (vertical,) = bars.lines
+    assert line.get_ydata().tolist() == [2.0, 3.5]
+    segments = vertical.get_segments()
+    assert [s[:, 1].tolist() for s in segments] == [[1.0, 4.0], [3.0, 5.0]]
+    plt.close("all")
