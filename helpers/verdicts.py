@@ -54,8 +54,9 @@ class Verdict:
         if self.word == "no measurable difference":
             return f"{a} and {b}: no measurable difference (under {MARGIN:.0%})"
         if self.word == "not settled":
-            return (f"{a} and {b} differ by about {abs(self.ratio - 1):.0%} at most; {self.trials} trials "
-                    "do not settle whether it is more than 3%")
+            widest = max(self.high - 1, 1 / self.low - 1)
+            return (f"{a} against {b}: not settled by {self.trials} trials (the difference could be as "
+                    f"large as {widest:.0%}, or under {MARGIN:.0%})")
         return f"{a} is about {_rounded(self.times)}x {self.word} than {b}"
 
     def __str__(self) -> str:
