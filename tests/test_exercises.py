@@ -1,13 +1,21 @@
 """Exercises: student versions in step with their solutions and without outputs; every checker passes the
 solution and unusual but correct answers, fails the stub and fails typical wrong answers (mutants of the
-solution) with the right cause, the bounds mutants on every seed. CPU checkers run everywhere; every
-exercise kernel (solution, stub, mutants, correct variants, and their probed copies) compiles for a T4
-without a GPU and is linted here; the GPU checkers run in the GPU suite."""
+solution) with the right cause, the bounds mutants on every seed. The wrong answers include each kind that
+once passed: state kept across calls, integer types too narrow for the large inputs, the task's edge cases,
+reads past the end, barriers and atomics of the wrong scope, a lane stride other than the prescribed one,
+and answers whose cause used to be misnamed; hostile code (a bare except in a loop, writes through the call
+stack, a replaced reference) is stopped or fails. CPU checkers run everywhere; every exercise kernel
+(solution, stub, mutants, correct variants, and their probed copies) compiles for a T4 without a GPU and
+is linted here; the GPU checkers run in the GPU suite."""
 import json
+import time
 
+import numpy as np
 import pytest
 
-from helpers import checks, checks_lint, checks_probe, exercises, kernels
+from helpers import checks, exercises, kernels
+from helpers.checks.lint import lint
+from helpers.checks.probe import probed
 from test_kernels import COMPILED
 
 # exercise -> [(the wrong answer, text in the solution, what replaces it, words the likely cause must contain)]
@@ -37,6 +45,21 @@ MUTANTS = {
          "return (damping * pulled + (damping * dangling_mass + 1.0 - damping) / n).astype(np.float32)",
          "must be float64"),
         ("no return", "return damping * pulled", "damping * pulled", "must be a 1-D array"),
+        # state across calls, overflow at scale, unusual returns
+        ("one buffer returned by every call", "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "    out = pagerank_step.__dict__.setdefault('out', {}).setdefault(n, np.empty(n))\n"
+         "    out[:] = damping * pulled + (damping * dangling_mass + 1.0 - damping) / n\n    return out",
+         "state kept across calls: what your function returned was overwritten by a later call"),
+        ("contributions cached per graph", "    contrib = np.divide(ranks, graph.out_degree, out=np.zeros(n), "
+         "where=graph.out_degree > 0)", "    contrib = pagerank_step.__dict__.setdefault('cache', {}).setdefault(id(graph), "
+         "np.divide(ranks, graph.out_degree, out=np.zeros(n), where=graph.out_degree > 0))",
+         "the first call on this graph is right"),
+        ("vertex ids in uint16", "np.bincount(targets, weights", "np.bincount(targets.astype(np.uint16), weights",
+         "only the largest input"),
+        ("a generator", "    return damping * pulled", "    yield damping * pulled", "yields instead of returning"),
+        ("a longdouble result", "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "    return (damping * pulled + (damping * dangling_mass + 1.0 - damping) / n).astype(np.longdouble)",
+         "more digits"),
     ],
     "02_transpose": [
         ("bincount without minlength", "np.bincount(out_targets, minlength=num_vertices)",
@@ -57,6 +80,16 @@ MUTANTS = {
          "return a pair"),
         ("only the sources returned", "return in_offsets, sources[order]", "return sources[order]",
          "return a pair"),
+        ("in-degree counts in int16", "np.bincount(out_targets, minlength=num_vertices)",
+         "np.bincount(out_targets, minlength=num_vertices).astype(np.int16).astype(np.int64)",
+         "the in-link counts overflow int16"),
+        ("an int32 sort key target * n + source", 'np.argsort(out_targets, kind="stable")',
+         "np.argsort(out_targets.astype(np.int32) * np.int32(num_vertices) + sources.astype(np.int32))",
+         "the sort key target * n + source overflow int32"),
+        ("one buffer for the offsets", "    return in_offsets, sources[order]",
+         "    buffer = transpose.__dict__.setdefault('buffer', np.zeros(10**6, dtype=np.int64))\n"
+         "    buffer[:in_offsets.size] = in_offsets\n    return buffer[:in_offsets.size], sources[order]",
+         "state kept across calls"),
     ],
     "03_power_iteration": [
         ("residual scaled by N", "change = np.abs(new - ranks).sum()", "change = np.abs(new - ranks).mean()",
@@ -78,6 +111,23 @@ MUTANTS = {
          "new = damping * pulled + (1.0 - damping) / n\n        new = new / new.sum()", "renormalised"),
         ("only the ranks returned", "return ranks, iterations", "return ranks", "return a pair"),
         ("iterations as a float", "return ranks, iterations", "return ranks, float(iterations)", "must be an int"),
+        ("a float32 start vector", "ranks = np.full(n, 1.0 / n)", "ranks = np.full(n, 1.0 / n, dtype=np.float32)",
+         "the start vector is float32"),
+        ("a warm start kept between calls", None,
+         "    n = graph.num_vertices\n    sources, targets = graph.edges()\n    share = 1.0 / graph.out_degree[sources]\n"
+         "    last = power_iteration.__dict__.setdefault('last', {})\n    ranks = last.get(n, np.full(n, 1.0 / n))\n"
+         "    for iterations in range(1, max_iter + 1):\n"
+         "        pulled = np.bincount(targets, weights=ranks[sources] * share, minlength=n)\n"
+         "        new = damping * pulled + (damping * ranks[graph.dangling].sum() + 1.0 - damping) / n\n"
+         "        change = np.abs(new - ranks).sum()\n        ranks = new\n        if change < tol:\n            break\n"
+         "    last[n] = ranks\n    return ranks, iterations\n",
+         "a warm start: this run started from the ranks an earlier call returned"),
+        ("the change as a difference of sums", "change = np.abs(new - ranks).sum()",
+         "change = abs(new.sum() - ranks.sum())", "the loop stopped after 1 step(s) although"),
+        ("the new ranks written into the old array",
+         "        new = damping * pulled + (damping * ranks[graph.dangling].sum() + 1.0 - damping) / n\n",
+         "        new = ranks\n        new[:] = damping * pulled + (damping * ranks[graph.dangling].sum() + 1.0 - damping) / n\n",
+         "the loop stopped after 1 step(s) although"),
     ],
     "33_top_k": [
         ("reversed ascending sort", 'np.argsort(-np.asarray(ranks), kind="stable")',
@@ -91,6 +141,13 @@ MUTANTS = {
         ("default (unstable) sort", 'np.argsort(-np.asarray(ranks), kind="stable")', "np.argsort(-np.asarray(ranks))",
          "ties broken the wrong way"),
         ("one short", "return order[:k]", "return order[:k - 1]", "exactly k"),
+        ("a [-k:] slice, all for k = 0", "return order[:k]", "return order[::-1][-k:][::-1]", "k = 0 must give no index"),
+        ("compared in float32", 'np.argsort(-np.asarray(ranks), kind="stable")',
+         'np.argsort(-np.asarray(ranks, dtype=np.float32), kind="stable")', "compared in float32"),
+        ("ids in int16", "return order[:k]", "return order[:k].astype(np.int16)", "the vertex ids overflow int16"),
+        ("a view of one buffer", "    return order[:k]",
+         "    buffer = top_k.__dict__.setdefault('buffer', np.zeros(10**6, dtype=np.int64))\n"
+         "    buffer[:order[:k].size] = order[:k]\n    return buffer[:order[:k].size]", "state kept across calls"),
     ],
     "10_pull_grid_stride": [
         ("no grid-stride step", "v += blockDim.x * gridDim.x", "v += n", "never written"),
@@ -102,8 +159,10 @@ MUTANTS = {
         ("last in-link skipped", "k < in_offsets[v + 1]", "k < in_offsets[v + 1] - 1", "misses its last in-link"),
         ("out-degree of v", "sum += rank[u] / out_degree[u];", "sum += rank[u] / out_degree[v];",
          "the out-degree of u"),
+        ("the stride written as the one launch's 384", "v += blockDim.x * gridDim.x", "v += 384",
+         "not by a number that fits one launch"),
     ],
-    "11_push_rank": [
+    "11_push_atomic": [
         ("missing atomicAdd", "atomicAdd(&pulled[out_targets[k]], share);", "pulled[out_targets[k]] += share;",
          "race"),
         ("off-by-one row bound", "k < out_offsets[u + 1]", "k <= out_offsets[u + 1]", "row bounds"),
@@ -115,6 +174,11 @@ MUTANTS = {
          "adds rank[u] / out_degree[u]"),
         ("last out-link skipped", "k < out_offsets[u + 1]", "k < out_offsets[u + 1] - 1",
          "misses its last out-link"),
+        ("rank read before the bounds check", "    if (u >= n || out_degree[u] == 0) return;\n"
+         "    float share = rank[u] / out_degree[u];",
+         "    float share = rank[u] / out_degree[u];\n    if (u >= n || out_degree[u] == 0) return;", "outside its"),
+        ("atomicAdd_block", "atomicAdd(&pulled[out_targets[k]], share);",
+         "atomicAdd_block(&pulled[out_targets[k]], share);", "atomic only among the threads of one block"),
     ],
     "12_contributions_split": [
         ("no dangling guard", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;", "contrib[u] = rank[u] / degree;",
@@ -130,8 +194,10 @@ MUTANTS = {
         ("the next vertex written too", "    if (u >= n) return;\n",
          "    if (u >= n) return;\n    if (u + 1 < n) { int d1 = out_degree[u + 1]; contrib[u + 1] = d1 > 0 ? "
          "rank[u + 1] / d1 : 0.0f; }\n", "stored by several threads"),
+        ("out_degree read before the bounds check", "    if (u >= n) return;\n    int degree = out_degree[u];",
+         "    int degree = out_degree[u];\n    if (u >= n) return;", "outside its"),
     ],
-    "13_pull_warp_rank": [
+    "13_pull_warp": [
         ("shuffle tree from offset 8", "int offset = 16;", "int offset = 8;", "not all combined"),
         ("lane stride 1", "k += 32", "k += 1", "not all combined"),
         ("no v < n", "    if (v >= n) return;", "", "past the end"),
@@ -145,6 +211,10 @@ MUTANTS = {
          "    if (lane == 0) pulled[v] = sum;",
          "        sum += __shfl_xor_sync(0xffffffffu, sum, offset);\n    }\n    pulled[v] = sum;",
          "several lanes store"),
+        ("lanes read contiguous chunks", "    for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += 32) {",
+         "    int chunk = (in_offsets[v + 1] - in_offsets[v] + 31) / 32;\n    int begin = in_offsets[v] + lane * chunk;\n"
+         "    for (int k = begin; k < min(begin + chunk, in_offsets[v + 1]); ++k) {",
+         "do not stride the in-links by 32"),
     ],
     "14_pull_list": [
         ("shuffle with the wrong width", "for (int offset = width / 2; offset > 0; offset /= 2) {\n"
@@ -169,6 +239,12 @@ MUTANTS = {
          "    if (v >= 0 && lane == 0) pulled[v] = sum;",
          "        sum += __shfl_xor_sync(0xffffffffu, sum, offset, width);\n    }\n    if (v >= 0) pulled[v] = sum;",
          "several lanes store"),
+        ("lanes read contiguous chunks", "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) "
+         "sum += contrib[in_sources[k]];",
+         "        int chunk = (in_offsets[v + 1] - in_offsets[v] + width - 1) / width;\n"
+         "        int begin = in_offsets[v] + lane * chunk;\n"
+         "        for (int k = begin; k < min(begin + chunk, in_offsets[v + 1]); ++k) sum += contrib[in_sources[k]];",
+         "do not stride the in-links by width"),
     ],
     "20_l1_change": [
         ("missing atomicAdd", "atomicAdd(total, partial[0]);", "*total += partial[0];", "race"),
@@ -194,6 +270,13 @@ MUTANTS = {
          "        s[threadIdx.x] += s[threadIdx.x + 8];\n        s[threadIdx.x] += s[threadIdx.x + 4];\n"
          "        s[threadIdx.x] += s[threadIdx.x + 2];\n        s[threadIdx.x] += s[threadIdx.x + 1];\n    }",
          "no __syncwarp() or __syncthreads() between them"),
+        ("a barrier inside if (threadIdx.x < stride)",
+         "        if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];\n        __syncthreads();",
+         "        if (threadIdx.x < stride) {\n            partial[threadIdx.x] += partial[threadIdx.x + stride];\n"
+         "            __syncthreads();\n        }", "inside code that only part of the block runs"),
+        ("an early return before the barriers", "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n",
+         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n",
+         "after some threads of the block may have returned"),
     ],
     "21_fused_update": [
         ("dangling mass dropped", "(d * dangling_mass + (1.0f - d)) / n", "(1.0f - d) / n", "dangling mass lost"),
@@ -209,6 +292,8 @@ MUTANTS = {
          "misses its last in-link"),
         ("next contribution from the old one", "new_contrib[v] = degree > 0 ? r / degree : 0.0f;",
          "new_contrib[v] = degree > 0 ? contrib[v] : 0.0f;", "the NEW rank / out-degree"),
+        ("out_degree read before the bounds check", "    if (v >= n) return;\n",
+         "    int early = out_degree[v];\n    if (v >= n || early < 0) return;\n", "outside its"),
     ],
 }
 
@@ -226,6 +311,8 @@ CORRECT = {
          "    n = graph.num_vertices\n    degree = graph.out_degree\n"
          "    contrib = np.where(degree > 0, ranks / np.maximum(degree, 1), 0.0)\n"
          "    return damping * (graph.in_matrix @ contrib) + (damping * ranks @ graph.dangling + 1 - damping) / n\n"),
+        ("a Python list of floats", "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "    return list(damping * pulled + (damping * dangling_mass + 1.0 - damping) / n)"),
     ],
     "02_transpose": [
         ("a Python loop over vertices", None,
@@ -248,10 +335,24 @@ CORRECT = {
          "        new = damping * pulled + (damping * ranks[graph.dangling].sum() + 1.0 - damping) / n\n"
          "        change = np.linalg.norm(new - ranks, 1)\n        ranks = new\n        iterations += 1\n"
          "    return ranks, iterations\n"),
+        ("two buffers swapped every step", None,
+         "    n = graph.num_vertices\n    sources, targets = graph.edges()\n    share = 1.0 / graph.out_degree[sources]\n"
+         "    old, new = np.full(n, 1.0 / n), np.empty(n)\n    for iterations in range(1, max_iter + 1):\n"
+         "        new[:] = damping * np.bincount(targets, weights=old[sources] * share, minlength=n)\n"
+         "        new += (damping * old[graph.dangling].sum() + 1.0 - damping) / n\n"
+         "        change = np.abs(new - old).sum()\n        old, new = new, old\n        if change < tol:\n"
+         "            break\n    return old, iterations\n"),
     ],
     "33_top_k": [
         ("lexsort", None, "    return np.lexsort((np.arange(len(ranks)), -np.asarray(ranks)))[:k]\n"),
         ("heapq", None, "    import heapq\n    return heapq.nsmallest(k, range(len(ranks)), key=lambda i: (-ranks[i], i))\n"),
+        ("one cached order per vector, views of it returned", None,
+         "    cache = top_k.__dict__.setdefault('cache', {})\n    key = np.asarray(ranks).tobytes()\n"
+         "    if key not in cache:\n"
+         "        cache[key] = np.lexsort((np.arange(len(ranks)), -np.asarray(ranks)))\n    return cache[key][:k]\n"),
+        ("sorted with a (-rank, id) key", None,
+         "    order = sorted(range(len(ranks)), key=lambda i: (-ranks[i], i))\n"
+         "    return np.array(order[:k], dtype=np.int64)\n"),
     ],
     "10_pull_grid_stride": [
         ("a while loop", None,
@@ -271,7 +372,7 @@ CORRECT = {
          "        for (; k < end; ++k) sum += rank[in_sources[k]] / out_degree[in_sources[k]];\n"
          "        pulled[v] = sum;\n    }\n"),
     ],
-    "11_push_rank": [
+    "11_push_atomic": [
         ("a pointer walk", None,
          "    int u = blockIdx.x * blockDim.x + threadIdx.x;\n    if (u >= n || out_degree[u] == 0) return;\n"
          "    float share = rank[u] / out_degree[u];\n    const int* t = out_targets + out_offsets[u];\n"
@@ -290,7 +391,7 @@ CORRECT = {
         ("a reciprocal", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;",
          "contrib[u] = degree > 0 ? rank[u] * (1.0f / degree) : 0.0f;"),
     ],
-    "13_pull_warp_rank": [
+    "13_pull_warp": [
         ("shared memory with __syncwarp", None,
          "    __shared__ float partial[256];\n    int v = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\n"
          "    int lane = threadIdx.x % 32;\n    if (v >= n) return;\n    float sum = 0.0f;\n"
@@ -345,18 +446,17 @@ CORRECT = {
 }
 
 # what a checker says about the untouched student version (an empty kernel, or a raise in Python)
-STUB_CAUSES = {"11_push_rank": "nothing was added", "20_l1_change": "nothing was added"}
+STUB_CAUSES = {"11_push_atomic": "nothing was added", "20_l1_change": "nothing was added"}
 # wrong answers whose detection hangs on padding or canaries: checked on five seeds, each must fail
 EVERY_SEED = {"v <= n", "no u < n", "u > n", "no v < n", "no i < count", "i <= count", "no i < n",
               "slots past n never written"}
 SEEDS = (11, 22, 33, 44, 55)
 # causes the source lint gives (so the CPU suite checks that the lint names these mutants)
-LINT_CAUSES = ("leaves out lanes", "__activemask() used as a mask", "after some lanes of the warp may have returned",
+WARP_CAUSES = ("leaves out lanes", "__activemask() used as a mask", "after some lanes of the warp may have returned",
                "inside code that only some lanes of the warp run", "no __syncwarp() or __syncthreads()")
-# the output and accumulator parameters each GPU checker's probe wraps
-PROBED = {"pull_grid_stride": (("pulled",), ()), "push_rank": ((), ()), "contributions_split": (("contrib", "dangling_rank"), ()),
-          "pull_warp_rank": (("pulled",), ()), "pull_list": (("pulled",), ()), "l1_change": ((), ("total",)),
-          "fused_update": (("new_rank", "new_contrib"), ())}
+LINT_CAUSES = WARP_CAUSES + ("inside code that only part of the block runs",
+                             "after some threads of the block may have returned",
+                             "atomic only among the threads of one block", "do not stride the in-links by")
 
 
 def exercise_cell(notebook: dict, mark: str) -> str:
@@ -498,26 +598,30 @@ def test_cpu_checker(slug, checker, cell, cause, what):
 
 @pytest.mark.parametrize("slug, checker, cell, cause, what", cases(gpu=True))
 def test_gpu_exercise_kernel_compiles_for_a_t4_and_its_probe_too(slug, checker, cell, cause, what):
-    code = defined(cell)
+    code, spec = defined(cell), checks.KERNELS[checker]
     ptx = kernels.nvrtc_compile(code, name=f"{slug}.cu")
-    assert f".entry {checker}(" in ptx
-    probe = checks_probe.probed(code, checker, *PROBED[checker])
+    assert f".entry {spec.kernel}(" in ptx
+    probe = probed(code, spec.kernel, spec.outputs, spec.sums, spec.inputs)
     assert probe is not None, "the probe does not cover this kernel"
-    assert f".entry {checker}(" in kernels.nvrtc_compile(probe, name=f"{slug}-probe.cu")
+    assert f".entry {spec.kernel}(" in kernels.nvrtc_compile(probe, name=f"{slug}-probe.cu")
     COMPILED.append(f"exercise {slug} ({what})")
 
 
 @pytest.mark.parametrize("slug, checker, cell, cause, what", cases(gpu=True, kinds=("solution", "stub", "correct")))
 def test_the_lint_passes_right_kernels(slug, checker, cell, cause, what):
-    assert checks_lint.lint(defined(cell), checker) == []
+    spec = checks.KERNELS[checker]
+    assert lint(defined(cell), spec.kernel, lane_stride=spec.lane_stride) == []
 
 
 @pytest.mark.parametrize("slug, checker, cell, cause, what",
                          [c for c in cases(gpu=True, kinds=("mutant",)) if any(k in c.values[3] for k in LINT_CAUSES)])
-def test_the_lint_names_warp_hazards(slug, checker, cell, cause, what):
-    found = checks_lint.lint(defined(cell), checker)
+def test_the_lint_names_the_hazard(slug, checker, cell, cause, what):
+    spec = checks.KERNELS[checker]
+    found = lint(defined(cell), spec.kernel, lane_stride=spec.lane_stride)
     assert any(cause in hazard.cause for hazard in found), found
-    assert all("Volta" in hazard.cause and hazard.line > 0 and hazard.text for hazard in found)
+    assert all(hazard.line > 0 and hazard.text for hazard in found)
+    if any(k in cause for k in WARP_CAUSES):
+        assert all("Volta" in hazard.cause for hazard in found if "lanes" in hazard.cause)
 
 
 @pytest.mark.gpu
@@ -530,7 +634,7 @@ def test_gpu_checker(slug, checker, cell, cause, what):
 def test_a_checker_reports_an_error_instead_of_raising():
     def broken(graph, ranks, damping):
         return ranks[graph.num_vertices + 5]
-    report = checks.pagerank_step(broken, quiet=True)
+    report = checks.check_pagerank_step(broken, quiet=True)
     assert not report.ok and "IndexError" in report.failures[0].detail
     assert f"line {broken.__code__.co_firstlineno + 1} of broken)" in report.failures[0].detail
     assert "FAILED pagerank_step" in str(report) and f"seed={report.seed}" in str(report)
@@ -539,8 +643,8 @@ def test_a_checker_reports_an_error_instead_of_raising():
 def test_a_seed_repeats_the_same_cases():
     def solution(graph, ranks, damping):
         return defined(load("01_pagerank_step")[0])(graph, ranks, damping)
-    assert checks.pagerank_step(solution, seed=7, quiet=True).passed == \
-        checks.pagerank_step(solution, seed=7, quiet=True).passed
+    assert checks.check_pagerank_step(solution, seed=7, quiet=True).passed == \
+        checks.check_pagerank_step(solution, seed=7, quiet=True).passed
 
 
 def test_a_gpu_checker_without_a_gpu_says_what_to_do():
@@ -548,4 +652,103 @@ def test_a_gpu_checker_without_a_gpu_says_what_to_do():
     if gpu.gpu_status().available:
         pytest.skip("this machine has a GPU: the GPU checkers run instead")
     with pytest.raises(gpu.NoGPUError, match="needs a CUDA GPU"):
-        checks.pull_grid_stride(defined(load("10_pull_grid_stride")[0]), quiet=True)
+        checks.check_pull_grid_stride(defined(load("10_pull_grid_stride")[0]), quiet=True)
+
+
+def test_every_exercise_names_a_checker_of_the_package_and_gpu_ones_their_kernel():
+    for solution in exercises.solutions():
+        slug = solution.name[: -len(exercises.SUFFIX)]
+        cell, _, checker, needs_gpu = load(slug)
+        assert checker.startswith("check_") and checker in checks.__all__ and callable(getattr(checks, checker))
+        assert (checker in checks.KERNELS) == needs_gpu
+        if needs_gpu:
+            assert f'__global__ void {checks.KERNELS[checker].kernel}(' in cell
+    assert not hasattr(checks, "pagerank_step") and not hasattr(checks, "top_k") and not hasattr(checks, "describe")
+
+
+# --- hostile code: the checker can neither be fooled nor stopped by the code it grades ---------------
+
+def hub_answer(graph, ranks, damping):
+    """A wrong step (1/n everywhere) that writes itself into every array of n floats it can reach through
+    the call stack, containers included: the checker's expected values, were they reachable."""
+    import sys
+    n = graph.num_vertices
+    answer, seen = np.full(n, 1.0 / n), set()
+
+    def visit(obj, depth):
+        if id(obj) in seen or depth > 5:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray) and obj.dtype == np.float64 and obj.shape == (n,) and obj.flags.writeable:
+            obj[:] = answer
+        elif isinstance(obj, (list, tuple)):
+            for item in obj:
+                visit(item, depth + 1)
+        elif isinstance(obj, dict):
+            for item in list(obj.values()):
+                visit(item, depth + 1)
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        visit(frame.f_locals, 0)
+        frame = frame.f_back
+    return answer
+
+
+def test_a_function_that_writes_into_its_callers_arrays_fails():
+    report = checks.check_pagerank_step(hub_answer, seed=5, quiet=True)
+    assert not report.ok and report.passed, str(report)       # 4 vertices without edges: 1/n is right there
+    wrong = {f.case for f in report.failures}
+    assert any("adversarial" in case for case in wrong) and any("random" in case for case in wrong)
+
+
+def test_a_function_that_replaces_the_reference_fails_and_the_reference_stays():
+    import helpers.reference
+
+    genuine = helpers.reference.pagerank_step
+
+    def replaces(graph, ranks, damping):
+        helpers.reference.pagerank_step = lambda *args, **kwargs: np.zeros(graph.num_vertices)
+        return np.zeros(graph.num_vertices)
+    report = checks.check_pagerank_step(replaces, seed=5, quiet=True)
+    assert not report.ok and len(report.failures) == 9
+    assert all("not summing to 1" in c or "dangling mass lost" in c for c in report.causes()), str(report)
+    assert helpers.reference.pagerank_step is genuine
+
+
+def test_a_reference_replaced_before_the_checker_is_refused_and_one_replaced_after_is_not_used(monkeypatch):
+    import helpers.reference
+    from helpers.checks import pristine
+
+    solution = defined(load("01_pagerank_step")[0])
+    monkeypatch.setattr(helpers.reference, "pagerank_step", lambda *args, **kwargs: None)
+    assert checks.check_pagerank_step(solution, seed=5, quiet=True).ok       # the private copy is used
+    monkeypatch.setattr(pristine.REFERENCE, "pagerank_step", lambda graph, ranks, damping, teleport: ranks)
+    report = checks.check_pagerank_step(solution, seed=5, quiet=True)
+    assert report.stopped and "helpers.reference.pagerank_step is not the code in reference.py" in str(report)
+    assert "restart the kernel" in report.failures[0].cause
+
+
+def test_a_bare_except_in_a_loop_cannot_swallow_the_time_limit():
+    def stubborn(graph, ranks, damping):
+        while True:
+            try:
+                while True:
+                    pass
+            except:                 # noqa: E722 - what the test is about
+                pass
+    start = time.monotonic()
+    report = checks.check_power_iteration(lambda graph, damping, tol, max_iter=10: stubborn(graph, None, damping),
+                                          seed=5, quiet=True, time_limit=1)
+    assert time.monotonic() - start < 8 and report.stopped
+    assert "did not return within the time limit (1 s)" in report.failures[0].cause
+
+
+def test_where_no_child_can_be_forked_the_calls_run_here_and_the_report_says_so(monkeypatch):
+    from helpers.checks import isolation
+
+    monkeypatch.setattr(isolation, "CAN_FORK", False)
+    report = checks.check_top_k(defined(load("33_top_k")[0]), seed=5, quiet=True)
+    assert report.ok and "runs inside the checker's process" in report.notes[0]
+    report = checks.check_pagerank_step(hub_answer, seed=5, quiet=True)
+    assert report.stopped and "reached into the checker's arrays" in report.failures[0].cause, str(report)

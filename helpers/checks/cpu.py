@@ -1,20 +1,21 @@
-"""The CPU exercise checkers (01 step, 02 transpose, 03 power iteration, 33 top-k): the student's function
-runs under ``checks_limits`` on copies of fresh seeded inputs; the expected answer comes from pristine
-copies the student never sees, and a changed input, a wrong type, dtype or shape, and the typical
-conceptual errors (hard-coded damping, renormalising, float32, an iteration count off by one) are named.
+"""The CPU exercise checkers for one step (01), the transpose (02) and top-k (33): every case's calls of the
+student's function run apart (``checks.isolation``) on copies of fresh seeded inputs, several calls per
+run, results kept until the last call has returned; the expected answers come from the private copy of
+the float64 reference (``checks.pristine``) on pristine inputs the student's code never sees. A changed
+input, a wrong type, dtype or shape, a buffer returned twice, an integer type too narrow for the large
+graph and the typical conceptual errors (hard-coded damping, renormalising, float32, ties) are named.
 """
 from __future__ import annotations
 
-import dataclasses
-import inspect
-
 import numpy as np
 
-from . import generators, reference
-from .checks_limits import CPU_TIME_LIMIT, Output, call, limit_note
-from .checks_report import (CHANGED_INPUT, Report, Wrong, changed, describe, fresh_seed, random_ranks, refused,
-                            run, worst_vertex)
-from .graph import Graph
+from ..graph import Graph
+from .isolation import Call, run_calls
+from .limits import CPU_TIME_LIMIT, Output
+from .pristine import REFERENCE as REF
+from .report import Report, Wrong, random_ranks, run, worst_vertex
+from .returned import (as_array, as_pair, begin, cpu_graphs, graph_arrays, graph_copy, inputs_unchanged,
+                       overflow_cause, pristine_arrays, scale_review, state_explains, wrapped_type)
 
 DANGLING_LOST = ("dangling mass lost: the rank of vertices without out-links must be spread over all "
                  "vertices (d * dangling mass / n each); without it the ranks sum to less than 1")
@@ -27,12 +28,16 @@ RENORMALISED = ("renormalised instead of spreading the dangling mass: dividing b
                 "must get the same share, d * D / n")
 UNDAMPED_DANGLING = ("the dangling share is not damped: every vertex gets d * D / n from the dangling vertices "
                      "(D = their total rank), not D / n")
-OFF_BY_ONE = ("iteration count off by one: the course counts the steps taken, including the one whose L1 change "
-              "fell below tol")
-MAX_ITER = ("max_iter not honoured: when max_iter steps have been taken and the change is still not below tol, "
-            "stop there and return the ranks after max_iter steps and max_iter")
-GRAPH_ARRAYS = ("out_offsets", "out_targets", "in_offsets", "in_sources", "out_degree")
-MATCH = 1e-11               # L1 distance under which two rank vectors are the same iterate (float64 noise ~1e-13)
+KEPT_STATE = ("state kept across calls: the first call on this graph is right, the second (other ranks, other "
+              "d) returns {what}: your function keeps something from an earlier call (a cache, a global, a "
+              "buffer) and uses it again; compute everything from the arguments of each call")
+IN_LINKS = ("the sum over in-links is wrong: vertex v gets d * rank[u] / out_degree[u] from every u that links "
+            "to it, counting u's out-degree, not v's")
+K_ZERO = ("k = 0 must give no index: a slice such as order[-k:] or order[:-k] gives the whole array when k is 0 "
+          "(-0 is 0); slice the largest-first order with order[:k]")
+FLOAT32_COMPARE = ("the ranks were compared in float32: ranks closer than float32 can tell apart (0.1 and "
+                   "0.1 + 1e-12) become equal there and are then ordered by id, not by value; sort the float64 "
+                   "ranks themselves")
 
 
 def hard_coded(d: float) -> str:
@@ -46,127 +51,40 @@ def float32_cause(relative: float) -> str:
             "the CPU exercises compute in float64")
 
 
-def _cpu_graphs(rng) -> list[Graph]:
-    """Tiny named graphs plus two fresh random ones with dangling and isolated vertices and a hub."""
-    n1, n2 = 300 + int(rng.integers(1, 255)), 1000 + int(rng.integers(1, 255))
-    return [generators.single_vertex(), generators.chain(5), generators.in_star(7), generators.all_dangling(4),
-            generators.self_loop(), generators.two_components(),
-            generators.adversarial_graph(n1, seed=int(rng.integers(2**31)), hub_in_links=n1 // 2),
-            generators.random_graph(n2, seed=int(rng.integers(2**31)))]
-
-
-# --- inputs handed out as copies and checked afterwards ----------------------------------------------
-
-def _graph_copy(graph: Graph) -> Graph:
-    """The same graph with arrays of its own: what the student's function receives."""
-    ids = None if graph.original_ids is None else graph.original_ids.copy()
-    return dataclasses.replace(graph, original_ids=ids, **{a: getattr(graph, a).copy() for a in GRAPH_ARRAYS})
-
-
-def _inputs_unchanged(graph: Graph | None = None, given: Graph | None = None, **arrays) -> None:
-    """Raise Wrong naming every input the student's function changed: graph arrays (and its cached
-    in_matrix), and ``name=(pristine, given)`` arrays."""
-    found = []
-    if graph is not None:
-        found += [changed(f"graph.{a}", getattr(graph, a), getattr(given, a)) for a in GRAPH_ARRAYS]
-        matrix = given.__dict__.get("in_matrix")
-        if matrix is not None:
-            found += [changed("graph.in_matrix.data", np.ones(graph.num_edges), matrix.data),
-                      changed("graph.in_matrix.indices", graph.in_sources, matrix.indices),
-                      changed("graph.in_matrix.indptr", graph.in_offsets, matrix.indptr)]
-    found += [changed(name, before, after) for name, (before, after) in arrays.items()]
-    found = [f for f in found if f]
-    if found:
-        names = ", ".join(f.split(":")[0].split(" now")[0] for f in found)
-        raise Wrong("; ".join(found), f"{CHANGED_INPUT} ({names}), which it must not: the caller uses the same "
-                                      "arrays again (the next iteration, the next exercise, the checker's own "
-                                      "answer); compute on a copy (np.maximum(degree, 1), ranks / total, "
-                                      "np.sort(a)) instead of changing them in place")
-
-
-# --- what comes back ---------------------------------------------------------------------------------
-
-def _array(value, what: str, kind: str, size: int | None = None) -> np.ndarray:
-    """``value`` as a 1-D array of floats (kind 'f') or integers (kind 'i'), or Wrong saying what came back."""
-    wanted = "floats" if kind == "f" else "integers"
-    if value is None or np.isscalar(value) or isinstance(value, (dict, set, str, bytes)):
-        raise Wrong(f"{what} is {describe(value)}", f"{what} must be a 1-D array of {wanted}"
-                    + (f", {size} of them" if size is not None else ""))
-    try:
-        array = np.asarray(value)
-    except Exception:
-        raise Wrong(f"{what} is {describe(value)}", f"{what} must be a 1-D array of {wanted}") from None
-    if array.ndim != 1 or (size is not None and array.size != size):
-        raise Wrong(f"{what} has shape {array.shape}" + (f"; expected ({size},)" if size is not None else ""),
-                    f"{what} must be a 1-D array" + (f" of {size} {wanted}, one per vertex" if size is not None
-                                                     else f" of {wanted}")
-                    + (" (a 2-D result, e.g. from np.matrix or a sparse product, needs .ravel())" if array.ndim == 2
-                       else ""))
-    if kind == "f" and array.dtype != np.float64:
-        if array.dtype.kind == "f":
-            raise Wrong(f"{what} has dtype {array.dtype}", f"{what} must be float64: {array.dtype} keeps only "
-                                                           f"{np.finfo(array.dtype).precision} digits, so sums and "
-                                                           "the L1 change drift; the CPU exercises compute in float64")
-        raise Wrong(f"{what} has dtype {array.dtype}", f"{what} must hold float64 values (ranks are fractions)")
-    if kind == "i" and (array.dtype.kind not in "iu") and array.size:
-        raise Wrong(f"{what} has dtype {array.dtype}",
-                    f"{what} must hold integers (np.int32 or np.int64): {array.dtype} values cannot index or slice "
-                    "an array (a[x:y] raises TypeError) and cannot feed a kernel that reads const int*; e.g. a "
-                    "cumsum of a bincount with weights= gives floats")
-    return array.astype(np.float64) if kind == "f" else array.astype(np.int64)
-
-
-def _begin(function, exercise: str, seed, quiet: bool):
-    """(seed, its generator, the capped output, a refusal when ``function`` is not a function, else None)."""
-    seed = fresh_seed(seed)
-    refusal = None if callable(function) else refused(
-        exercise, seed, f"the checker got {describe(function)}",
-        f"pass your function itself: checks.{exercise}({exercise}), without calling it", quiet)
-    return seed, np.random.default_rng(seed), Output(), refusal
-
-
-def _pair(value, what: str) -> tuple:
-    if not (isinstance(value, (tuple, list)) and len(value) == 2):
-        raise Wrong(f"returned {describe(value)}", f"return a pair: {what}")
-    return tuple(value)
-
-
-def _integer(value, what: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise Wrong(f"{what} is {describe(value)}", f"{what} must be an int (a count of steps)")
-    return int(value)
-
-
-# --- 01: one step --------------------------------------------------------------------------------------
-
-def _step_parts(graph: Graph, ranks: np.ndarray, damping: float):
-    """(d * pulled, dangling mass D) of one step in float64."""
-    contrib = np.divide(ranks, graph.out_degree, out=np.zeros(graph.num_vertices), where=graph.out_degree > 0)
-    return damping * (graph.in_matrix @ contrib), float(ranks[graph.dangling].sum())
-
-
-def _step_variants(graph: Graph, ranks: np.ndarray, damping: float) -> dict[str, np.ndarray]:
-    """One step as typical wrong answers compute it, by the cause that names each."""
-    n = graph.num_vertices
-    pulled, mass = _step_parts(graph, ranks, damping)
-    no_dangling = pulled + (1.0 - damping) / n
-    variants = {RENORMALISED: no_dangling / no_dangling.sum(),
-                UNDAMPED_DANGLING: pulled + (mass + 1.0 - damping) / n,
-                DANGLING_LOST: no_dangling,
-                TELEPORT_NOT_SHARED: pulled + damping * mass / n + 1.0 - damping}
-    if abs(damping - reference.DAMPING) > 0.01:
-        variants[hard_coded(damping)] = reference.pagerank_step(graph, ranks, reference.DAMPING,
-                                                                reference.teleport_vector(n))
-    return variants
-
-
-def _float32(expected: np.ndarray, got: np.ndarray) -> float | None:
+def float32_error(expected: np.ndarray, got: np.ndarray) -> float | None:
     """The relative error when it looks like float32 rounding (1e-9 to 3e-6), else None."""
     relative = float(np.max(np.abs(got - expected) / np.maximum(np.abs(expected), 1e-300)))
     return relative if 1e-9 < relative <= 3e-6 else None
 
 
-def _sum_check(graph: Graph, got: np.ndarray, ranks: np.ndarray, damping: float, what: str) -> None:
+def step(graph: Graph, ranks: np.ndarray, damping: float) -> np.ndarray:
+    """One float64 step of the private reference."""
+    return REF.pagerank_step(graph, ranks, damping, REF.teleport_vector(graph.num_vertices))
+
+
+# --- 01: one step --------------------------------------------------------------------------------------
+
+def step_parts(graph: Graph, ranks: np.ndarray, damping: float):
+    """(d * pulled, dangling mass D) of one step in float64."""
+    contrib = np.divide(ranks, graph.out_degree, out=np.zeros(graph.num_vertices), where=graph.out_degree > 0)
+    return damping * (graph.in_matrix @ contrib), float(ranks[graph.dangling].sum())
+
+
+def step_variants(graph: Graph, ranks: np.ndarray, damping: float) -> dict[str, np.ndarray]:
+    """One step as typical wrong answers compute it, by the cause that names each."""
+    n = graph.num_vertices
+    pulled, mass = step_parts(graph, ranks, damping)
+    no_dangling = pulled + (1.0 - damping) / n
+    variants = {RENORMALISED: no_dangling / no_dangling.sum(),
+                UNDAMPED_DANGLING: pulled + (mass + 1.0 - damping) / n,
+                DANGLING_LOST: no_dangling,
+                TELEPORT_NOT_SHARED: pulled + damping * mass / n + 1.0 - damping}
+    if abs(damping - REF.DAMPING) > 0.01:
+        variants[hard_coded(damping)] = step(graph, ranks, REF.DAMPING)
+    return variants
+
+
+def sum_check(graph: Graph, got: np.ndarray, ranks: np.ndarray, damping: float, what: str) -> None:
     """Raise with 'dangling mass lost' or 'not summing to 1' when the total is wrong."""
     total = float(got.sum())
     if abs(total - 1.0) <= 1e-9:
@@ -178,255 +96,255 @@ def _sum_check(graph: Graph, got: np.ndarray, ranks: np.ndarray, damping: float,
     raise Wrong(f"{what} sum to {total:.9f}, not 1", NOT_SUMMING)
 
 
-def pagerank_step(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
-    """Exercise 01: ``function(graph, ranks, damping)`` returns one power-iteration step (float64)."""
-    seed, rng, output, refusal = _begin(function, "pagerank_step", seed, quiet)
-    if refusal is not None:
-        return refusal
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.allclose(a, b, rtol=1e-10, atol=1e-15))
 
-    def check(graph):
+
+def _one_step(graph: Graph, settings, j: int, got: np.ndarray, first_right: bool) -> None:
+    """Raise Wrong with the likely cause when call j's ranks are not the step of its inputs."""
+    ranks, damping = settings[j]
+    expected = step(graph, ranks, damping)
+    setting = f"call {j + 1} of 2 on this graph, d = {damping:.3f}"
+    if not np.isfinite(got).all():
+        v = int(np.flatnonzero(~np.isfinite(got))[0])
+        raise Wrong(f"{setting}: vertex {v} got {got[v]}", "a division by zero: a dangling vertex has "
+                                                           "out-degree 0, its contribution must be 0")
+    bad, where = worst_vertex(graph, expected, got, 1e-15 + 1e-10 * expected)
+    if not bad.any():
+        return
+    for cause, variant in step_variants(graph, ranks, damping).items():
+        if not _close(variant, expected) and _close(got, variant):
+            raise Wrong(f"{setting}: {where}", cause)
+    if j == 1 and first_right:                 # the same graph, right the first time: state between calls
+        kept = any(_close(got, step(graph, settings[0][0], d)) for d in (damping, settings[0][1]))
+        raise Wrong(f"{setting}: {where}", KEPT_STATE.format(what="what the first call's ranks give" if kept
+                                                             else "wrong ranks"))
+    relative = float32_error(expected, got)
+    if relative:
+        raise Wrong(f"{setting}: {where}", float32_cause(relative))
+    sum_check(graph, got, ranks, damping, f"{setting}: the new ranks")
+    raise Wrong(f"{setting}: {where}", IN_LINKS)
+
+
+def check_pagerank_step(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
+    """Exercise 01: ``function(graph, ranks, damping)`` returns one power-iteration step (float64). Called
+    twice per graph (other ranks, other d, the same graph object), both results kept until the end."""
+    start = begin(function, "pagerank_step", seed, quiet)
+    if isinstance(start, Report):
+        return start
+    seed, rng = start
+    graphs, cases, calls, given = cpu_graphs(rng), [], [], []
+    for g in graphs:
+        settings = [(random_ranks(rng, g.num_vertices), float(rng.uniform(0.6, 0.95))) for _ in range(2)]
+        copy, ranks = graph_copy(g), [r.copy() for r, _ in settings]
+        cases.append((g.name, (g, settings, len(calls), len(given))))
+        calls += [Call((copy, ranks[j], settings[j][1])) for j in range(2)]
+        given.append((copy, ranks))
+
+    def inputs():
+        found = {}
+        for k, (copy, ranks) in enumerate(given):
+            found.update({f"{k}|{name}": a for name, a in graph_arrays(copy).items()})
+            found.update({f"{k}|ranks (call {j + 1})": r for j, r in enumerate(ranks)})
+        return found
+
+    guard = [a for _, (g, settings, _, _) in cases for a in list(pristine_arrays(g).values()) + [settings[0][0],
+                                                                                             settings[1][0]]]
+    output = Output()
+    results = run_calls(function, calls, inputs=inputs, guard=guard, time_limit=time_limit, output=output)
+
+    def check(case):
+        graph, settings, first, k = case
         n = graph.num_vertices
-        ranks, damping = random_ranks(rng, n), float(rng.uniform(0.6, 0.95))
-        expected = reference.pagerank_step(graph, ranks, damping, reference.teleport_vector(n))
-        given_graph, given_ranks = _graph_copy(graph), ranks.copy()
-        value = call(function, given_graph, given_ranks, damping, time_limit=time_limit, output=output)
-        _inputs_unchanged(graph, given_graph, ranks=(ranks, given_ranks))
-        got = _array(value, "the returned ranks", "f", n)
-        setting = f"with d = {damping:.3f}"
-        if not np.isfinite(got).all():
-            v = int(np.flatnonzero(~np.isfinite(got))[0])
-            raise Wrong(f"{setting}: vertex {v} got {got[v]}", "a division by zero: a dangling vertex has "
-                                                               "out-degree 0, its contribution must be 0")
-        bad, where = worst_vertex(graph, expected, got, 1e-15 + 1e-10 * expected)
-        if not bad.any():
-            return None
-        for cause, variant in _step_variants(graph, ranks, damping).items():
-            if not np.allclose(variant, expected, rtol=1e-10, atol=1e-15) and \
-                    np.allclose(got, variant, rtol=1e-10, atol=1e-15):
-                raise Wrong(f"{setting}: {where}", cause)
-        relative = _float32(expected, got)
-        if relative:
-            raise Wrong(f"{setting}: {where}", float32_cause(relative))
-        _sum_check(graph, got, ranks, damping, f"{setting} the new ranks")
-        raise Wrong(f"{setting}: {where}", "the sum over in-links is wrong: vertex v gets d * rank[u] / out_degree[u] "
-                                           "from every u that links to it, counting u's out-degree, not v's")
+        values = [results.value(first), results.value(first + 1)]
+        before = pristine_arrays(graph)
+        before.update({f"ranks (call {j + 1})": settings[j][0] for j in range(2)})
+        inputs_unchanged(before, {name.split("|", 1)[1]: a for name, a in results.inputs.items()
+                                  if name.startswith(f"{k}|")})
+        first_right = False
+        for j in range(2):
+            with state_explains(results, [first + j]):
+                got = as_array(values[j], "the returned ranks", "f", n)
+                _one_step(graph, settings, j, got, first_right)
+            first_right = j == 0
+        return None
 
-    return run("pagerank_step", seed, [(g.name, g) for g in _cpu_graphs(rng)], check, quiet, limit_note(), output)
+    return run("pagerank_step", seed, cases, check, quiet, results.notes, output, scale_review(graphs[-1].name))
 
 
 # --- 02: transpose -------------------------------------------------------------------------------------
 
-def transpose(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
+def _key_order(graph: Graph, dtype) -> np.ndarray:
+    """in_sources as a sort by the key target * n + source computed in ``dtype`` (wrapping) gives them."""
+    sources, targets = graph.edges()
+    key = targets.astype(dtype) * np.asarray([graph.num_vertices], dtype=dtype) + sources.astype(dtype)
+    return sources[np.argsort(key, kind="stable")]
+
+
+def _offsets(graph: Graph, got: np.ndarray) -> None:
+    n = graph.num_vertices
+    if got.size != n + 1:
+        raise Wrong(f"in_offsets has {got.size} entries; a graph of {n} vertices needs {n + 1}",
+                    "wrong row bounds: one count per vertex, including vertices without in-links "
+                    "(np.bincount(..., minlength=n)), and a leading 0")
+    if got[0] != 0:
+        raise Wrong(f"in_offsets[0] is {got[0]}", "wrong row bounds: the first row starts at 0")
+    wrong = np.flatnonzero(got != graph.in_offsets)
+    if not wrong.size:
+        return
+    v = max(int(wrong[0]) - 1, 0)
+    detail = (f"vertex {v}'s in-links span {got[v]}..{got[v + 1]}, expected "
+              f"{graph.in_offsets[v]}..{graph.in_offsets[v + 1]}")
+    counts = wrapped_type(np.diff(got), np.diff(graph.in_offsets))
+    if counts is not None:
+        hub = int(np.argmax(graph.in_degree))
+        raise Wrong(detail, overflow_cause("the in-link counts", counts, int(graph.in_degree[hub]),
+                                           f"vertex {hub}'s count"))
+    offsets = wrapped_type(got, graph.in_offsets)
+    if offsets is not None:
+        raise Wrong(detail, overflow_cause("the offsets", offsets, graph.num_edges, "the last offset (one per edge)"))
+    raise Wrong(detail, "wrong row bounds: in_offsets[v] is how many in-links the vertices before v have")
+
+
+def _sources(graph: Graph, got: np.ndarray) -> None:
+    n, m = graph.num_vertices, graph.num_edges
+    if got.shape != graph.in_sources.shape:
+        raise Wrong(f"in_sources has {got.size} entries, expected {m}", "one entry per edge")
+    if np.array_equal(got, graph.in_sources):
+        return
+    first = int(np.flatnonzero(got != graph.in_sources)[0])
+    v = int(np.searchsorted(graph.in_offsets, first, side="right") - 1)
+    row = slice(graph.in_offsets[v], graph.in_offsets[v + 1])
+    mine, truth = got[row], graph.in_sources[row]
+    shown = f"vertex {v}: in-links {mine[:8].tolist()}, expected {truth[:8].tolist()}"
+    ids = wrapped_type(got, graph.in_sources)
+    if ids is not None:
+        raise Wrong(shown, overflow_cause("the vertex ids", ids, n - 1, "the largest id"))
+    for dtype in (np.int32, np.uint32):
+        if n * n > np.iinfo(dtype).max and np.array_equal(got, _key_order(graph, dtype)):
+            raise Wrong(shown, overflow_cause("the sort key target * n + source", dtype, n * n - 1,
+                                              f"with n = {n:,} it"))
+    if np.array_equal(np.sort(mine), truth):
+        raise Wrong(shown, "the right sources in the wrong order: list them by increasing source "
+                           "(a stable sort by target keeps the edge list's source order)")
+    if ((got < 0) | (got >= n)).any():
+        raise Wrong(shown, "ids outside 0..n-1 in in_sources: each entry is the source vertex of an in-link"
+                    + ("; negative ones come from an integer that overflowed" if (got < 0).any() else ""))
+    raise Wrong(shown, "row v must list the vertices that link to v (the edges' sources)")
+
+
+def check_transpose(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
     """Exercise 02: ``function(num_vertices, out_offsets, out_targets)`` returns (in_offsets, in_sources),
     the in-links of each vertex listed by increasing source, both integer arrays."""
-    seed, rng, output, refusal = _begin(function, "transpose", seed, quiet)
-    if refusal is not None:
-        return refusal
+    start = begin(function, "transpose", seed, quiet)
+    if isinstance(start, Report):
+        return start
+    seed, rng = start
+    graphs = cpu_graphs(rng)
+    given = [(g.out_offsets.copy(), g.out_targets.copy()) for g in graphs]
+    calls = [Call((g.num_vertices,) + pair) for g, pair in zip(graphs, given)]
 
-    def check(graph):
+    def inputs():
+        return {f"{k}|{name}": a for k, pair in enumerate(given) for name, a in zip(("out_offsets", "out_targets"),
+                                                                                   pair)}
+
+    guard = [a for g in graphs for a in (g.out_offsets, g.out_targets, g.in_offsets, g.in_sources)]
+    output = Output()
+    results = run_calls(function, calls, inputs=inputs, guard=guard, time_limit=time_limit, output=output)
+
+    def check(k):
+        graph = graphs[k]
         n, m = graph.num_vertices, graph.num_edges
-        out_offsets, out_targets = graph.out_offsets.copy(), graph.out_targets.copy()
-        value = call(function, n, out_offsets, out_targets, time_limit=time_limit, output=output)
-        _inputs_unchanged(out_offsets=(graph.out_offsets, out_offsets), out_targets=(graph.out_targets, out_targets))
-        first, second = _pair(value, "(in_offsets, in_sources)")
-        got_offsets, got_sources = _array(first, "in_offsets", "i"), _array(second, "in_sources", "i")
-        if got_offsets.size == m and got_sources.size == n + 1 and m != n + 1:
-            raise Wrong(f"the first array has {m} entries (one per edge), the second {n + 1}",
-                        "the pair is in the wrong order: return (in_offsets, in_sources)")
-        if got_offsets.size != n + 1:
-            raise Wrong(f"in_offsets has {got_offsets.size} entries; a graph of {n} vertices needs {n + 1}",
-                        "wrong row bounds: one count per vertex, including vertices without in-links "
-                        "(np.bincount(..., minlength=n)), and a leading 0")
-        if got_offsets[0] != 0:
-            raise Wrong(f"in_offsets[0] is {got_offsets[0]}", "wrong row bounds: the first row starts at 0")
-        wrong = np.flatnonzero(got_offsets != graph.in_offsets)
-        if wrong.size:
-            v = max(int(wrong[0]) - 1, 0)
-            raise Wrong(f"vertex {v}'s in-links span {got_offsets[v]}..{got_offsets[v + 1]}, expected "
-                        f"{graph.in_offsets[v]}..{graph.in_offsets[v + 1]}",
-                        "wrong row bounds: in_offsets[v] is how many in-links the vertices before v have")
-        if got_sources.shape != graph.in_sources.shape:
-            raise Wrong(f"in_sources has {got_sources.size} entries, expected {m}", "one entry per edge")
-        for v in np.flatnonzero(np.diff(graph.in_offsets)):
-            row = slice(graph.in_offsets[v], graph.in_offsets[v + 1])
-            mine, truth = got_sources[row], graph.in_sources[row]
-            if not np.array_equal(mine, truth):
-                shown = f"vertex {v}: in-links {mine[:8].tolist()}, expected {truth[:8].tolist()}"
-                if np.array_equal(np.sort(mine), truth):
-                    raise Wrong(shown, "the right sources in the wrong order: list them by increasing source "
-                                       "(a stable sort by target keeps the edge list's source order)")
-                raise Wrong(shown, "row v must list the vertices that link to v (the edges' sources)")
+        value = results.value(k)
+        inputs_unchanged({"out_offsets": graph.out_offsets, "out_targets": graph.out_targets},
+                         {name.split("|", 1)[1]: a for name, a in results.inputs.items() if name.startswith(f"{k}|")})
+        with state_explains(results, [k]):
+            first, second = as_pair(value, "(in_offsets, in_sources)")
+            got_offsets, got_sources = as_array(first, "in_offsets", "i"), as_array(second, "in_sources", "i")
+            if got_offsets.size == m and got_sources.size == n + 1 and m != n + 1:
+                raise Wrong(f"the first array has {m} entries (one per edge), the second {n + 1}",
+                            "the pair is in the wrong order: return (in_offsets, in_sources)")
+            _offsets(graph, got_offsets)
+            _sources(graph, got_sources)
 
-    return run("transpose", seed, [(g.name, g) for g in _cpu_graphs(rng)], check, quiet, limit_note(), output)
-
-
-# --- 03: power iteration -------------------------------------------------------------------------------
-
-def _iterates(graph: Graph, damping: float, steps: int, step=None) -> list[np.ndarray]:
-    """The rank vectors after 0, 1, ..., steps power-iteration steps from the uniform vector."""
-    n = graph.num_vertices
-    teleport = reference.teleport_vector(n)
-    step = step or (lambda r: reference.pagerank_step(graph, r, damping, teleport))
-    found = [teleport.copy()]
-    for _ in range(steps):
-        found.append(step(found[-1]))
-    return found
-
-
-def _norm_histories(iterates: list[np.ndarray]) -> dict[str, np.ndarray]:
-    """L1 / N, L2 and max-norm of each step's change."""
-    changes = [np.abs(b - a) for a, b in zip(iterates, iterates[1:])]
-    n = iterates[0].size
-    return {"L1 / N": np.array([c.sum() / n for c in changes]), "L2": np.array([np.sqrt((c ** 2).sum()) for c in changes]),
-            "max": np.array([c.max() for c in changes])}
-
-
-def _same(a: np.ndarray, b: np.ndarray) -> bool:
-    return float(np.abs(a - b).sum()) <= MATCH
-
-
-def _wrong_step(graph: Graph, damping: float, got: np.ndarray, k: int, truth_ranks, where: str) -> None:
-    """The ranks are no iterate of the right step: name the wrong step when it is a typical one."""
-    variants = {hard_coded(damping): lambda r: reference.pagerank_step(graph, r, reference.DAMPING,
-                                                                        reference.teleport_vector(r.size))}
-    if abs(damping - reference.DAMPING) <= 0.01 or k > 1000:
-        variants = {}
-    for cause in (RENORMALISED, UNDAMPED_DANGLING) if k <= 1000 else ():
-        variants[cause] = (lambda cause: lambda r: _step_variants(graph, r, damping)[cause])(cause)
-    for cause, step in variants.items():
-        if any(_same(got, r) for r in _iterates(graph, damping, k + 1, step)[max(k - 1, 0):]):
-            raise Wrong(where, cause)
-    relative = _float32(truth_ranks, got)
-    if relative:
-        raise Wrong(where, float32_cause(relative))
-    raise Wrong(where, "the step itself is wrong (check it with exercise 01)")
-
-
-def _result(value, n: int) -> tuple[np.ndarray, int]:
-    ranks, iterations = _pair(value, "(ranks, iterations)")
-    return _array(ranks, "the returned ranks", "f", n), _integer(iterations, "iterations")
-
-
-def power_iteration(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
-    """Exercise 03: ``function(graph, damping, tol, max_iter)`` returns (ranks, iterations): power iteration
-    from the uniform vector until the L1 change of one step is below tol, counting every step taken
-    (the last one too), or until max_iter steps, returning then the ranks after max_iter steps and max_iter."""
-    seed, rng, output, refusal = _begin(function, "power_iteration", seed, quiet)
-    if refusal is not None:
-        return refusal
-    graphs = _cpu_graphs(rng)
-    try:
-        inspect.signature(function).bind(graphs[0], 0.85, 1e-9, max_iter=10)
-        takes_max_iter = True
-    except TypeError:
-        takes_max_iter = False
-    except ValueError:          # no signature to read (a builtin): just call it
-        takes_max_iter = True
-
-    def check(case):
-        graph, reached = case
-        n = graph.num_vertices
-        damping, tol = float(rng.uniform(0.6, 0.95)), float(10 ** rng.uniform(-9, -7))
-        truth = reference.pagerank(graph, damping, tol, max_iter=100_000)
-        max_iter = int(rng.integers(1, truth.iterations)) if reached else 10_000
-        if not takes_max_iter:
-            raise Wrong("the function does not take a max_iter argument",
-                        "keep the signature power_iteration(graph, damping, tol, max_iter=100_000): the checker "
-                        "passes max_iter", stop=True)
-        given = _graph_copy(graph)
-        value = call(function, given, damping, tol, max_iter=max_iter, time_limit=time_limit, output=output)
-        _inputs_unchanged(graph, given)
-        got, k = _result(value, n)
-        setting = f"d = {damping:.3f}, tol = {tol:.2g}, max_iter = {max_iter:,}"
-        total = float(got.sum())
-        if not np.isfinite(got).all() or abs(total - 1.0) > 1e-6:
-            lost = graph.dangling.any() and total < 1.0
-            raise Wrong(f"{setting}: the ranks sum to {total:.9f}", DANGLING_LOST if lost else NOT_SUMMING)
-        stop = min(truth.iterations, max_iter)
-        detail = f"{setting}: returned {k} iterations; the L1 test stops after {stop}"
-        if k > max_iter:
-            raise Wrong(detail, MAX_ITER)
-        if k < 1:
-            raise Wrong(detail, "iterations counts the steps taken: at least 1")
-        iterates = _iterates(graph, damping, max(k, stop) + 1)
-        if not _same(got, iterates[k]):
-            others = [j for j in (k - 1, k + 1) if j >= 0 and _same(got, iterates[j])]
-            if others:
-                raise Wrong(f"{setting}: your ranks are those after {others[0]} steps, but you return {k} "
-                            "iterations", OFF_BY_ONE)
-            bad, where = worst_vertex(graph, iterates[k], got, 1e-12 + 1e-9 * iterates[k])
-            _wrong_step(graph, damping, got, k, iterates[k], f"{setting}, after {k} steps: {where}")
-        if k == stop:
-            return f"iterations: {k}" + (" (max_iter reached)" if reached else "")
-        if reached:
-            raise Wrong(detail, MAX_ITER + ("; yours is off by one" if k == max_iter - 1 else ""))
-        boundary = truth.residuals[min(k, truth.iterations) - 1]
-        if abs(k - stop) == 1 and abs(boundary - tol) <= 1e-9 * tol:
-            return f"iterations: {k} (the change at the stop is within 1e-9 of tol: either count is right)"
-        stops = {norm: int(np.argmax(h < tol)) + 1 for norm, h in _norm_histories(iterates).items() if (h < tol).any()}
-        stops = {norm: at for norm, at in stops.items() if at != stop}     # only norms that stop elsewhere
-        for slack in (0, 1):
-            norms = [norm for norm, at in stops.items() if abs(at - k) <= slack]
-            if norms:
-                raise Wrong(detail, f"the stopping test uses the {' or the '.join(norms)} of the change"
-                                    + (" (the residual is scaled by N)" if "L1 / N" in norms else "")
-                                    + ": the course stops when sum(|new - old|) < tol")
-            if slack == 0 and abs(k - stop) == 1:
-                raise Wrong(detail, OFF_BY_ONE + (": stop right after that step" if k > stop else
-                                                  ": take that step too, and count it"))
-        raise Wrong(detail, "the stopping test or the iteration count is wrong: count every step taken, "
-                            "and stop once sum(|new - old|) < tol")
-
-    cases = [(g.name, (g, False)) for g in graphs]
-    cases += [(f"{g.name}, stopped by max_iter", (g, True)) for g in (graphs[1], graphs[6], graphs[7])]
-    return run("power_iteration", seed, cases, check, quiet, limit_note(), output)
+    cases = [(g.name, k) for k, g in enumerate(graphs)]
+    return run("transpose", seed, cases, check, quiet, results.notes, output, scale_review(graphs[-1].name))
 
 
 # --- 33: top-k -----------------------------------------------------------------------------------------
 
-def top_k(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
+def _near_ties(rng, n: int) -> np.ndarray:
+    """Ranks of which about half are 0.1 + j * 1e-12: distinct in float64, all equal in float32."""
+    ranks = rng.uniform(0.01, 0.09, n)
+    close = rng.random(n) < 0.5
+    ranks[close] = 0.1 + rng.permutation(int(close.sum())) * 1e-12
+    return ranks
+
+
+def _top_k_wrong(ranks: np.ndarray, k: int, got: np.ndarray, expected: np.ndarray) -> None:
+    n = ranks.size
+    if got.size != expected.size:
+        if k == 0 and got.size:
+            raise Wrong(f"returned {got.size} indices for k = 0", K_ZERO)
+        raise Wrong(f"returned {got.size} indices, expected {expected.size}",
+                    "k larger than the number of vertices returns all n" if k > n else "return exactly k indices")
+    if np.array_equal(got, expected):
+        return
+    detail = f"returned {got[:8].tolist()}..., expected {expected[:8].tolist()}..."
+    narrow = wrapped_type(got, expected)
+    if narrow is not None:
+        raise Wrong(detail, overflow_cause("the vertex ids", narrow, n - 1, "the largest id"))
+    if ((got < 0) | (got >= n)).any():
+        raise Wrong(detail, "indices outside 0..n-1: return vertex ids")
+    if np.array_equal(ranks[got], ranks[expected]):
+        raise Wrong(detail, "ties broken the wrong way: among equal ranks the smaller vertex id comes first "
+                            "(a stable sort of -ranks, not a reversed sort of ranks)")
+    single = ranks.astype(np.float32)
+    if np.array_equal(single[got], single[expected]):
+        raise Wrong(detail, FLOAT32_COMPARE)
+    if set(got.tolist()) == set(expected.tolist()):
+        raise Wrong(detail, "the right vertices in the wrong order: largest rank first")
+    missing = sorted(set(expected.tolist()) - set(got.tolist()))[0]
+    raise Wrong(detail, f"vertex {missing} (rank {ranks[missing]:.17g}) belongs in the top {k} and is missing")
+
+
+def check_top_k(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
     """Exercise 33: ``function(ranks, k)`` returns the indices of the k largest ranks (integers), largest
-    first, ties to the smaller vertex id, all n of them when k > n."""
-    seed, rng, output, refusal = _begin(function, "top_k", seed, quiet)
-    if refusal is not None:
-        return refusal
-    n = 1000 + int(rng.integers(1, 100))
+    first, ties to the smaller vertex id, none for k = 0, all n of them when k > n."""
+    start = begin(function, "top_k", seed, quiet)
+    if isinstance(start, Report):
+        return start
+    seed, rng = start
+    n, large = 1000 + int(rng.integers(1, 100)), 2**16 + int(rng.integers(1000, 3000))
     vectors = {f"{n:,} ranks with many ties (5 distinct values)": rng.integers(1, 6, n) / 10.0,
                f"{n:,} distinct ranks": random_ranks(rng, n),
-               "10 equal ranks": np.full(10, 0.1), "one rank": np.ones(1)}
-    cases = [(f"{name}, k = {k}", (values, k)) for name, values in vectors.items()
-             for k in sorted({1, 5, 37, values.size, values.size + 3})]
+               "300 ranks, near-ties closer than float32 can tell (0.1 + j * 1e-12)": _near_ties(rng, 300),
+               "10 equal ranks": np.full(10, 0.1), "one rank": np.ones(1),
+               f"{large:,} ranks (ids past 2**16)": random_ranks(rng, large)}
+    pairs = [(name, values, k) for name, values in vectors.items()
+             for k in sorted({0, 1, 5, 37, values.size, values.size + 3})]
+    cases = [(f"{name}, k = {k}", (values, k, i)) for i, (name, values, k) in enumerate(pairs)]
+    given = [values.copy() for _, values, _ in pairs]
+    calls = [Call((copy, k)) for copy, (_, _, k) in zip(given, pairs)]
+    output = Output()
+    results = run_calls(function, calls, inputs=lambda: {str(i): a for i, a in enumerate(given)},
+                        guard=list(vectors.values()), time_limit=time_limit, output=output)
 
     def check(case):
-        ranks, k = case
-        given = ranks.copy()
-        value = call(function, given, k, time_limit=time_limit, output=output)
-        _inputs_unchanged(ranks=(ranks, given))
-        expected = reference.top_k(ranks, k)
-        try:
-            got = _array(value, "the returned indices", "i")
-        except Wrong as wrong:
-            values = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
-            if values is not None and values.shape == expected.shape and np.array_equal(values, ranks[expected]):
-                raise Wrong(wrong.detail, "you returned the ranks themselves: return the vertex ids (indices) of "
-                                          "the k largest ranks") from None
-            raise
-        if got.size != expected.size:
-            raise Wrong(f"returned {got.size} indices, expected {expected.size}",
-                        "k larger than the number of vertices returns all n" if k > ranks.size
-                        else "return exactly k indices")
-        if np.array_equal(got, expected):
-            return None
-        detail = f"returned {got[:8].tolist()}..., expected {expected[:8].tolist()}..."
-        if ((got < 0) | (got >= ranks.size)).any():
-            raise Wrong(detail, "indices outside 0..n-1: return vertex ids")
-        if np.array_equal(ranks[got], ranks[expected]):
-            raise Wrong(detail, "ties broken the wrong way: among equal ranks the smaller vertex id comes first "
-                                "(a stable sort of -ranks, not a reversed sort of ranks)")
-        if set(got.tolist()) == set(expected.tolist()):
-            raise Wrong(detail, "the right vertices in the wrong order: largest rank first")
-        missing = sorted(set(expected.tolist()) - set(got.tolist()))[0]
-        raise Wrong(detail, f"vertex {missing} (rank {ranks[missing]:.6g}) belongs in the top {k} and is missing")
+        ranks, k, i = case
+        value = results.value(i)
+        inputs_unchanged({"ranks": ranks}, {"ranks": results.inputs[str(i)]})
+        expected = REF.top_k(ranks, k)
+        with state_explains(results, [i]):
+            try:
+                got = as_array(value, "the returned indices", "i")
+            except Wrong as wrong:
+                values = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
+                if values is not None and values.shape == expected.shape and values.dtype.kind == "f" \
+                        and np.array_equal(values, ranks[expected]):
+                    raise Wrong(wrong.detail, "you returned the ranks themselves: return the vertex ids (indices) "
+                                              "of the k largest ranks") from None
+                raise
+            _top_k_wrong(ranks, k, got, expected)
 
-    return run("top_k", seed, cases, check, quiet, limit_note(), output)
-
+    return run("top_k", seed, cases, check, quiet, results.notes, output, scale_review(list(vectors)[-1]))

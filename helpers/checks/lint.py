@@ -1,32 +1,33 @@
-"""Reading a student's CUDA source for warp-synchronous hazards that give the right numbers today and are
-undefined behaviour since Volta's independent thread scheduling (they can break on another GPU, driver
-or compiler): a shuffle whose mask leaves out lanes that reach it, a shuffle after some lanes returned or
-inside code that only some lanes run, ``__activemask()`` used as a mask, and the steps of a shared-memory
-reduction with no ``__syncwarp()``/``__syncthreads()`` between them.
+"""Reading a student's CUDA source for hazards that give the right numbers today and can break on another
+GPU, driver or compiler (``checks.flow`` tells which values differ between threads):
 
-Comments are removed first, then each function body is parsed into statements, and a small data-flow
-pass tells warp-uniform values (blockIdx, parameters, ``(... + threadIdx.x) / 32``, loads at uniform
-indices) from values that differ between the lanes of a warp (``threadIdx.x % 32``, anything derived).
-Blind spots: conditions the pass cannot see through (helper functions are taken at their arguments'
-word), a race within one step of a shared-memory reduction, loops that run the same number of times in
-every lane although their counter differs between lanes.
+- warp-synchronous hazards, undefined since Volta's independent thread scheduling: a shuffle whose mask
+  leaves out lanes that reach it, a shuffle after some lanes returned or inside code that only some lanes
+  run, ``__activemask()`` used as a mask, the steps of a shared-memory reduction with no
+  ``__syncwarp()``/``__syncthreads()`` between them;
+- block hazards: a ``__syncthreads()`` that part of the block may not reach (after an early return, inside
+  ``if (threadIdx.x < stride)``), a block-scoped atomic (``atomicAdd_block``) on memory other blocks update;
+- the task's rule where an exercise prescribes how lanes share a row (``lane_stride``): lane l takes
+  in-links l, l + 32, ... (or + width), not a contiguous chunk.
+
+Comments are removed first, then each function body is parsed into statements. Blind spots: conditions the
+data-flow pass cannot see through (helper functions are taken at their arguments' word), a race within one
+step of a shared-memory reduction, loops that run the same number of times in every lane although their
+counter differs between lanes, strides the reader cannot evaluate (it then says nothing).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .checks_cuda import (Function, Node, Tok, functions, number, parse_expression,
-                          statement_expressions, walk)
-
-U, L, V = 0, 1, 2       # warp-uniform, lane-linear (uniform + threadIdx.x), varying between lanes
+from .cuda import Function, Node, functions, number, parse_expression, statement_expressions, walk
+from .flow import U, Uniformity, constants_of
 
 COLLECTIVES = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync", "__syncwarp",
                "__ballot_sync", "__all_sync", "__any_sync", "__match_any_sync", "__match_all_sync"}
-SYNCS = {"__syncthreads", "__syncwarp", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"}
-UNIFORM_CALLS = {"__ballot_sync", "__all_sync", "__any_sync"}
-VARYING_CALLS = {"__activemask", "clock", "clock64", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
-                 "__shfl_xor_sync", "__match_any_sync", "atomicAdd", "atomicSub", "atomicMax", "atomicMin",
-                 "atomicExch", "atomicCAS", "atomicInc", "atomicDec", "atomicAnd", "atomicOr", "atomicXor"}
+BARRIERS = {"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"}
+SYNCS = BARRIERS | {"__syncwarp"}
+BLOCK_ATOMICS = {f"atomic{op}_block" for op in ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "CAS", "And",
+                                                 "Or", "Xor")}
 ACTIVEMASK = ("__activemask() used as a mask: it reports which lanes happen to run together at that moment, "
               "not which lanes must take part, so after any divergence lanes that reach the shuffle a moment "
               "later are left out and what is read from them is undefined; use 0xffffffff with every lane "
@@ -44,6 +45,22 @@ NO_SYNC = ("steps of a shared-memory reduction with no __syncwarp() or __syncthr
            "before another lane has written it (volatile does not order them)")
 UB = (" — undefined behaviour since Volta's independent thread scheduling: it usually gives the right numbers "
       "on today's GPUs, and can break on another GPU, driver or compiler")
+BARRIER_DIVERGENT = ("a {call} inside code that only part of the block runs (the condition on line {line} differs "
+                     "between the threads of a block): every thread of the block must reach each barrier, or the "
+                     "block can hang or go on before the others have written; move the barrier out of the branch "
+                     "or loop (guard the work, not the barrier)")
+BARRIER_AFTER_RETURN = ("a {call} after some threads of the block may have returned (line {line}): every thread of "
+                        "the block must reach each barrier; instead of returning, let those threads take part with "
+                        "a neutral value (0 past n) and skip only the work")
+BLOCK_UB = (" — undefined behaviour: it may give the right numbers on one GPU and hang or read partial values on "
+            "another")
+BLOCK_ATOMIC = ("{call} on {target}, which other blocks update too: a _block atomic is atomic only among the "
+                "threads of one block, so updates from two blocks to one element can be lost (a race that the "
+                "usual launches may not show); use {plain}")
+LANE_STRIDE = ("the lanes do not stride the in-links by {stride} as the exercise prescribes (this loop steps by "
+               "{got}): lane l must take in-links l, l + {stride}, ..., so that the lanes of a warp read "
+               "consecutive in_sources together (one coalesced load); contiguous chunks per lane, or any other "
+               "split, can give the right sums but scatter every load")
 
 
 @dataclass(frozen=True)
@@ -53,191 +70,28 @@ class Hazard:
     cause: str         # what is wrong and why it matters
 
 
-# --- uniformity ------------------------------------------------------------------------------------
-
-class Uniformity:
-    """Which variables of a function hold the same value in every lane of a warp, found by iterating
-    over every assignment until nothing changes (flow-insensitive, control dependences included)."""
-
-    def __init__(self, function: Function, constants: dict[str, int]):
-        self.state = {p: U for p in function.params}
-        self.constants = dict(constants)
-        self.assigned: dict[str, list] = {}
-        self.body = function.body
-        for _ in range(12):
-            before = dict(self.state)
-            self._visit(self.body, U)
-            if before == self.state:
-                break
-
-    def of(self, node) -> int:
-        kind = node[0]
-        if kind == "num":
-            return U
-        if kind == "id":
-            return self.state.get(node[1], U) if node[1] not in ("threadIdx",) else L
-        if kind == "member":
-            base = node[1]
-            if base[0] == "id" and base[1] == "threadIdx":
-                return L if node[2] == "x" else U
-            if base[0] == "id" and base[1] in ("blockIdx", "blockDim", "gridDim"):
-                return U
-            return self._flat(self.of(base))
-        if kind == "call":
-            name = node[1]
-            if name in UNIFORM_CALLS:
-                return U
-            if name in VARYING_CALLS:
-                return V
-            return max([self._flat(self.of(a)) for a in node[2]], default=U)
-        if kind == "index":
-            index = self.of(node[2])
-            return V if index != U else self._flat(self.of(node[1]))
-        if kind == "cast":
-            return self.of(node[1])
-        if kind == "unary":
-            inner = self.of(node[2])
-            return inner if node[1] in ("+", "++", "--") and inner == L else self._flat(inner)
-        if kind == "cond":
-            return max(self._flat(self.of(node[1])), self._flat(self.of(node[2])), self._flat(self.of(node[3])))
-        if kind == "assign":
-            return self.of(node[3])
-        if kind == "bin":
-            op, a, b = node[1], self.of(node[2]), self.of(node[3])
-            if V in (a, b):
-                return V
-            if op in ("+", "-") and {a, b} == {U, L} and not (op == "-" and b == L):
-                return L
-            if op in ("<", ">=", "<=", ">") and {a, b} == {U, L}:        # threadIdx.x < 32: whole warps
-                bound = self._value(node[3] if b == U else node[2])
-                edge = 0 if (op in ("<", ">=")) == (b == U) else 31
-                return U if bound is not None and bound % 32 == edge else V
-            if op in ("/", ">>") and a == L and b == U:
-                divisor = self._value(node[3])
-                if divisor is not None and ((op == "/" and divisor % 32 == 0 and divisor > 0) or
-                                            (op == ">>" and divisor >= 5)):
-                    return U
-                if op == "/" and node[3][0] == "id" and node[3][1] == "warpSize":
-                    return U
-                return V
-            return U if a == b == U else V
-        return U
-
-    @staticmethod
-    def _flat(state: int) -> int:
-        return V if state == L else state
-
-    def _value(self, node) -> int | None:
-        value = number(node)
-        if value is None and node[0] == "id":
-            value = self.constants.get(node[1])
-        return value
-
-    def _assign(self, target, state: int, value=None) -> None:
-        while target[0] in ("index", "member", "unary", "cast"):
-            target = target[1] if target[0] in ("index", "member", "cast") else target[2]
-        if target[0] == "id":
-            name = target[1]
-            if value is not None:
-                self.assigned.setdefault(name, [])
-                if value not in self.assigned[name]:
-                    self.assigned[name].append(value)
-            self.state[name] = max(self.state.get(name, U), state)
-
-    def _expression(self, node, control: int) -> None:
-        for sub in walk(node):
-            if sub[0] == "assign":
-                state = self.of(sub[3]) if sub[1] == "=" else max(self.of(sub[2]), self._flat(self.of(sub[3])))
-                if sub[1] != "=" and state == L:
-                    state = V
-                self._assign(sub[2], max(state, control), sub[3] if sub[1] == "=" else None)
-            elif sub[0] == "decl":
-                self.state.setdefault(sub[1], U)
-            elif sub[0] == "unary" and sub[1] in ("++", "--"):
-                self._assign(sub[2], max(self._flat(self.of(sub[2])), control))
-
-    def _visit(self, node: Node, control: int) -> None:
-        if node is None:
-            return
-        if node.kind == "block":
-            for item in node.body:
-                self._visit(item, control)
-        elif node.kind in ("simple", "return"):
-            for expression in statement_expressions(node) if node.kind == "simple" else [parse_expression(node.toks[1:])]:
-                self._expression(expression, control)
-        elif node.kind == "if":
-            inner = max(control, self._flat(self.of(parse_expression(node.toks))))
-            for child in node.body:
-                self._visit(child, inner)
-        elif node.kind == "loop":
-            self._visit_init_declaration(node, control)
-            inner = max(control, self._flat(self.of(parse_expression(node.toks))))
-            self._expression(parse_expression(node.step or []), inner)
-            self._visit(node.body[0], inner)
-
-    def _visit_init_declaration(self, node: Node, control: int) -> None:
-        if node.init:
-            for expression in statement_expressions(Node("simple", node.line, node.init, [])):
-                self._expression(expression, control)
-
-    def condition(self, toks: list[Tok]) -> int:
-        return self._flat(self.of(parse_expression(toks)))
-
-
-def _constants(function: Function) -> dict[str, int]:
-    """Variables assigned exactly once, from an integer literal (const int W = 32; unsigned FULL = ~0u)."""
-    values: dict[str, list] = {}
-
-    def visit(node):
-        if node is None:
-            return
-        if node.kind == "simple":
-            for e in statement_expressions(node):
-                for sub in walk(e):
-                    if sub[0] == "assign" and sub[2][0] == "id":
-                        values.setdefault(sub[2][1], []).append(number(sub[3]) if sub[1] == "=" else None)
-        for child in node.body:
-            visit(child)
-
-    visit(function.body)
-    return {name: found[0] for name, found in values.items() if len(found) == 1 and found[0] is not None}
-
-
-# --- the rules -------------------------------------------------------------------------------------
-
-def _mask(node, constants: dict[str, int], assigned: dict[str, list]) -> tuple[str, int | None]:
-    """('full' | 'partial' | 'active' | 'computed', value) of a collective's mask argument."""
-    value = number(node)
-    if value is None and node[0] == "id":
-        value = constants.get(node[1])
-        if value is None and any(v[0] == "call" and v[1] == "__activemask" for v in assigned.get(node[1], [])):
-            return "active", None
-    if node[0] == "call" and node[1] == "__activemask":
-        return "active", None
-    if value is None:
-        return "computed", None
-    return ("full" if value & 0xFFFFFFFF == 0xFFFFFFFF else "partial"), value & 0xFFFFFFFF
-
-
-def _calls(expression):
-    return [sub for sub in walk(expression) if sub[0] == "call"]
-
-
-def lint(code: str, function: str | None = None) -> list[Hazard]:
-    """Warp-synchronous hazards in ``code``, each with its line and cause; [] when none is found or the
-    source cannot be read (then the compiler will say what is wrong)."""
+def lint(code: str, function: str | None = None, lane_stride: str | None = None,
+         row: str = "in_sources") -> list[Hazard]:
+    """Hazards in ``code`` (see the module's docstring), each with its line and cause; [] when none is found
+    or the source cannot be read (then the compiler will say what is wrong). ``lane_stride`` ('32',
+    'width') is the stride the exercise prescribes for the loops that read the array ``row``."""
     try:
         found, _ = functions(code)
     except (ValueError, IndexError, RecursionError):
         return []
     lines = code.split("\n")
-    collective_helpers = {f.name for f in found if not f.kernel and _has_collective(f.body)}
+    collective_helpers = {f.name for f in found if not f.kernel and _has(f.body, COLLECTIVES)}
+    barrier_helpers = {f.name for f in found if not f.kernel and _has(f.body, BARRIERS)}
     hazards: list[Hazard] = []
     for fn in found:
         if function is not None and fn.kernel and fn.name != function:
             continue
         try:
-            hazards += _lint_function(fn, collective_helpers, lines)
+            hazards += _warp_hazards(fn, collective_helpers, lines)
+            hazards += _block_hazards(fn, barrier_helpers, lines)
+            hazards += _shared_steps(fn, lines)
+            if lane_stride and fn.kernel:
+                hazards += _lane_strides(fn, lane_stride, row, lines)
         except (ValueError, IndexError, RecursionError):
             continue
     unique, seen = [], set()
@@ -248,47 +102,30 @@ def lint(code: str, function: str | None = None) -> list[Hazard]:
     return unique
 
 
-def _has_collective(node: Node) -> bool:
+def _has(node: Node, names: set[str]) -> bool:
     if node is None:
         return False
     toks = node.toks + (node.init or []) + (node.step or [])
-    return any(t.text in COLLECTIVES for t in toks) or any(_has_collective(c) for c in node.body)
+    return any(t.text in names for t in toks) or any(_has(c, names) for c in node.body)
 
 
-def _lint_function(fn: Function, helpers: set[str], lines: list[str]) -> list[Hazard]:
-    constants = _constants(fn)
-    uni = Uniformity(fn, constants)
-    hazards: list[Hazard] = []
-    returns: list[int] = []            # lines of returns that only some lanes of a warp take
+def _calls(expression):
+    return [sub for sub in walk(expression) if sub[0] == "call"]
 
-    def hazard(line: int, cause: str) -> None:
-        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
-        hazards.append(Hazard(line, text, cause + UB))
+
+def _hazard(lines: list[str], line: int, cause: str) -> Hazard:
+    return Hazard(line, lines[line - 1].strip() if 0 < line <= len(lines) else "", cause)
+
+
+def _walk(fn: Function, uni: Uniformity, site) -> None:
+    """Call ``site(call, line, divergent, returns)`` for every call in the function: ``divergent`` is the line
+    of the innermost condition that differs between threads (None where all run), ``returns`` the lines of
+    returns taken by some threads only, before this point."""
+    returns: list[int] = []
 
     def sites(expression, line: int, divergent: int | None) -> None:
         for call in _calls(expression):
-            name = call[1]
-            if name not in COLLECTIVES and name not in helpers:
-                continue
-            shown = "__syncwarp()" if name == "__syncwarp" else (f"{name}()" if name in COLLECTIVES else
-                                                                   f"call of {name}() (it shuffles)")
-            if name in COLLECTIVES and call[2]:
-                kind, value = _mask(call[2][0], constants, uni.assigned)
-            elif name in COLLECTIVES:
-                kind, value = "full", 0xFFFFFFFF          # __syncwarp() without a mask
-            else:
-                kind, value = "full", None
-            if kind == "active":
-                hazard(line, ACTIVEMASK)
-                continue
-            if kind == "computed":
-                continue
-            if kind == "partial" and divergent is None and not returns:
-                hazard(line, PARTIAL.format(mask=f"0x{value:08x}", call=shown))
-            if kind == "full" and divergent is not None:
-                hazard(line, DIVERGENT.format(call=shown, line=divergent))
-            elif kind == "full" and returns:
-                hazard(line, AFTER_RETURN.format(call=shown, line=returns[0]))
+            site(call, line, divergent, returns)
 
     def visit(node: Node, divergent: int | None) -> None:
         if node is None:
@@ -317,13 +154,180 @@ def _lint_function(fn: Function, helpers: set[str], lines: list[str]) -> list[Ha
             sites(parse_expression(node.step or []), node.line, inner)
 
     visit(fn.body, None)
-    hazards += _shared_steps(fn, lines)
+
+
+# --- warp-synchronous calls ------------------------------------------------------------------------
+
+def _mask(node, constants: dict[str, int], assigned: dict[str, list]) -> tuple[str, int | None]:
+    """('full' | 'partial' | 'active' | 'computed', value) of a collective's mask argument."""
+    value = number(node)
+    if value is None and node[0] == "id":
+        value = constants.get(node[1])
+        if value is None and any(v[0] == "call" and v[1] == "__activemask" for v in assigned.get(node[1], [])):
+            return "active", None
+    if node[0] == "call" and node[1] == "__activemask":
+        return "active", None
+    if value is None:
+        return "computed", None
+    return ("full" if value & 0xFFFFFFFF == 0xFFFFFFFF else "partial"), value & 0xFFFFFFFF
+
+
+def _warp_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Hazard]:
+    constants = constants_of(fn)
+    uni = Uniformity(fn, constants)
+    hazards: list[Hazard] = []
+
+    def site(call, line: int, divergent: int | None, returns: list[int]) -> None:
+        name = call[1]
+        if name not in COLLECTIVES and name not in helpers:
+            return
+        shown = "__syncwarp()" if name == "__syncwarp" else (f"{name}()" if name in COLLECTIVES else
+                                                               f"call of {name}() (it shuffles)")
+        if name in COLLECTIVES and call[2]:
+            kind, value = _mask(call[2][0], constants, uni.assigned)
+        elif name in COLLECTIVES:
+            kind, value = "full", 0xFFFFFFFF          # __syncwarp() without a mask
+        else:
+            kind, value = "full", None
+        if kind == "active":
+            hazards.append(_hazard(lines, line, ACTIVEMASK + UB))
+        elif kind == "partial" and divergent is None and not returns:
+            hazards.append(_hazard(lines, line, PARTIAL.format(mask=f"0x{value:08x}", call=shown) + UB))
+        elif kind == "full" and divergent is not None:
+            hazards.append(_hazard(lines, line, DIVERGENT.format(call=shown, line=divergent) + UB))
+        elif kind == "full" and returns:
+            hazards.append(_hazard(lines, line, AFTER_RETURN.format(call=shown, line=returns[0]) + UB))
+
+    _walk(fn, uni, site)
+    return hazards
+
+
+# --- block barriers and block-scoped atomics -------------------------------------------------------
+
+def _block_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Hazard]:
+    uni = Uniformity(fn, constants_of(fn), scope="block")
+    shared = shared_names(fn)
+    hazards: list[Hazard] = []
+
+    def site(call, line: int, divergent: int | None, returns: list[int]) -> None:
+        name = call[1]
+        if name in BARRIERS or name in helpers:
+            shown = f"{name}()" if name in BARRIERS else f"call of {name}() (it waits at a __syncthreads())"
+            if divergent is not None:
+                hazards.append(_hazard(lines, line, BARRIER_DIVERGENT.format(call=shown, line=divergent) + BLOCK_UB))
+            elif returns:
+                hazards.append(_hazard(lines, line, BARRIER_AFTER_RETURN.format(call=shown, line=returns[0])
+                                       + BLOCK_UB))
+        elif name in BLOCK_ATOMICS and call[2]:
+            ids = {sub[1] for sub in walk(call[2][0]) if sub[0] == "id"}
+            if not ids & shared and "blockIdx" not in ids:
+                target = next((i for i in ids if i in fn.params), None) or "global memory"
+                hazards.append(_hazard(lines, line, BLOCK_ATOMIC.format(call=f"{name}()", target=target,
+                                                                         plain=name[:-len("_block")] + "()")))
+
+    _walk(fn, uni, site)
+    return hazards
+
+
+# --- the lane stride an exercise prescribes ----------------------------------------------------------
+
+def _loop_step(node: Node) -> tuple[str, object] | None:
+    """(variable, stride expression) of a loop's increment: ``k += s``, ``k = k + s``, ``++k``, ``k++``; for a
+    while loop, the increment among its body's statements of a variable its condition reads."""
+    candidates = [parse_expression(node.step)] if node.step else []
+    if not node.step and node.body and node.body[0] is not None:
+        body = node.body[0].body if node.body[0].kind == "block" else [node.body[0]]
+        in_condition = {sub[1] for sub in walk(parse_expression(node.toks)) if sub[0] == "id"}
+        candidates = [e for item in body if item.kind == "simple" for e in statement_expressions(item)
+                      if any(sub[0] in ("assign", "unary") for sub in walk(e))
+                      and {sub[1] for sub in walk(e) if sub[0] == "id"} & in_condition]
+    for expression in candidates:
+        if expression[0] == "assign" and expression[2][0] == "id":
+            name, value = expression[2][1], expression[3]
+            if expression[1] == "+=":
+                return name, value
+            if expression[1] == "=" and value[0] == "bin" and value[1] == "+":
+                if value[2] == ("id", name):
+                    return name, value[3]
+                if value[3] == ("id", name):
+                    return name, value[2]
+        if expression[0] == "unary" and expression[1] == "++" and expression[2][0] == "id":
+            return expression[2][1], ("num", "1")
+    return None
+
+
+def _stride(node, constants: dict[str, int], aliases: dict[str, object]) -> str | None:
+    """The stride as the lint compares it: a number ('32'), a name ('width'), or None if it cannot tell."""
+    for _ in range(4):
+        if node[0] == "id" and node[1] in aliases:
+            node = aliases[node[1]]
+    value = number(node)
+    if value is None and node[0] == "id":
+        value = constants.get(node[1], 32 if node[1] == "warpSize" else None)
+        if value is None:
+            return node[1]
+    return None if value is None else str(value)
+
+
+def _assignments(node: Node, found: dict[str, list]) -> dict[str, list]:
+    """Every variable assigned anywhere in ``node``, with the expressions assigned to it."""
+    if node is None:
+        return found
+    items = statement_expressions(node) if node.kind == "simple" else []
+    if node.kind == "loop" and node.init:
+        items += statement_expressions(Node("simple", node.line, node.init, []))
+    for expression in items:
+        for sub in walk(expression):
+            if sub[0] == "assign" and sub[2][0] == "id":
+                found.setdefault(sub[2][1], []).append(sub[3])
+    for child in node.body:
+        _assignments(child, found)
+    return found
+
+
+def _lane_strides(fn: Function, prescribed: str, row: str, lines: list[str]) -> list[Hazard]:
+    constants = constants_of(fn)
+    everywhere = _assignments(fn.body, {})
+    aliases = {name: values[0] for name, values in everywhere.items() if len(values) == 1 and values[0][0] == "id"}
+    hazards: list[Hazard] = []
+
+    def ids(expression) -> set[str]:
+        return {sub[1] for sub in walk(expression) if sub[0] == "id"}
+
+    def reads(node: Node) -> list:
+        exprs = statement_expressions(node) if node.kind == "simple" else (
+            [parse_expression(node.toks)] if node.kind in ("if", "loop", "return") and node.toks else [])
+        return [sub[2] for e in exprs for sub in walk(e) if sub[0] == "index" and sub[1] == ("id", row)]
+
+    def visit(node: Node, loops: list) -> None:
+        if node is None:
+            return
+        for index in reads(node):
+            for loop, var, stride in reversed(loops):
+                assigned = _assignments(loop.body[0], {})
+                depends = {var}
+                for _ in range(4):
+                    depends |= {name for name, values in assigned.items() if any(ids(v) & depends for v in values)}
+                if ids(index) & depends:
+                    got = _stride(stride, constants, aliases)
+                    if got is not None and got != prescribed and not (prescribed == "32" and got == "warpSize"):
+                        hazards.append(_hazard(lines, loop.line, LANE_STRIDE.format(stride=prescribed, got=got)))
+                    break
+        if node.kind == "loop":
+            step = _loop_step(node)
+            inner = loops + [(node, step[0], step[1])] if step else loops
+            visit(node.body[0], inner)
+            return
+        for child in node.body:
+            visit(child, loops)
+
+    visit(fn.body, [])
     return hazards
 
 
 # --- shared-memory reduction steps -----------------------------------------------------------------
 
-def _shared_names(fn: Function) -> set[str]:
+def shared_names(fn: Function) -> set[str]:
     """Arrays declared __shared__ and pointers set from them."""
     names: set[str] = set()
 
@@ -391,10 +395,10 @@ def _has_sync(node: Node) -> bool:
 
 
 def _shared_steps(fn: Function, lines: list[str]) -> list[Hazard]:
-    shared = _shared_names(fn)
+    shared = shared_names(fn)
     if not shared:
         return []
-    uni = Uniformity(fn, _constants(fn))
+    uni = Uniformity(fn, constants_of(fn))
     hazards: list[Hazard] = []
 
     def flag(line: int, other: int) -> None:
