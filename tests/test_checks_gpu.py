@@ -78,7 +78,8 @@ def sanitized(tool: str, code: str, function: str, tmp_path) -> tuple[int, str]:
     """(errors reported, output) of one launch of the kernel under compute-sanitizer's ``tool``."""
     executable = sanitizer()
     if executable is None:
-        pytest.skip("compute-sanitizer not found (a CUDA toolkit, or pip install nvidia-cuda-sanitizer-api-cu12)")
+        pytest.skip("compute-sanitizer not found (a CUDA toolkit, or pip install "
+                    "nvidia-cuda-sanitizer-api-cu12)")
     source, script = tmp_path / "kernel.cu", tmp_path / "launch.py"
     source.write_text(code)
     script.write_text(LAUNCH)

@@ -82,6 +82,11 @@ def run(checker, emulate, monkeypatch, seed, slug):
     return getattr(checks, checker)(code, seed=seed, quiet=True)
 
 
+def run_source(checker, emulate, monkeypatch, code, seed=1):
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: FakeDevice(emulate))
+    return getattr(checks, checker)(code, seed=seed, quiet=True)
+
+
 def expect(report, cause):
     if cause is None:
         assert report.ok, str(report)
@@ -187,7 +192,8 @@ def push_rank(bound=True, atomic=True, extra=0, read_first=False):
     (push_rank(extra=1), "first out-link of the next vertex"),
     (push_rank(extra=-1), "misses its last out-link"),
     (push_rank(read_first=True), "outside its"),
-], ids=["solution", "no u < n", "no atomics", "row bound", "last out-link skipped", "rank read before the check"])
+], ids=["solution", "no u < n", "no atomics", "row bound", "last out-link skipped", "rank read before the "
+                                                                                    "check"])
 def test_push_atomic_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
         expect(run("check_push_atomic", emulate, monkeypatch, seed, "11_push_atomic"), cause)
@@ -458,3 +464,12 @@ def test_the_real_device_launches_then_waits_and_reports_a_kernel_that_does_not_
     Event.status = 700                                            # the kernel faulted
     with pytest.raises(RuntimeError, match="illegal memory access"):
         dev.launch(lambda *args: None, (1,), (1,), ())
+
+
+def test_a_kernel_the_probe_does_not_cover_is_checked_by_its_values_and_the_report_says_so(monkeypatch):
+    code = defined(load("10_pull_grid_stride")[0]).replace("const float* rank", "const float rank[]")
+    assert "const float rank[]" in code
+    report = run_source("check_pull_grid_stride", pull_grid_stride(), monkeypatch, code)
+    assert report.ok and "the probed launch was skipped" in report.notes[0], str(report)
+    assert "the probed launch was skipped" not in str(run("check_pull_grid_stride", pull_grid_stride(), monkeypatch,
+                                                          1, "10_pull_grid_stride"))

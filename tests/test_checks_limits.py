@@ -57,7 +57,7 @@ def test_sys_exit_in_student_code_is_reported():
     def leaves(graph, ranks, damping):
         sys.exit(3)
     report = checks.check_pagerank_step(leaves, quiet=True)
-    assert not report.ok and len(report.failures) == 9
+    assert not report.ok and len(report.failures) == 10
     assert "called sys.exit(3)" in report.failures[0].detail and "end the whole program" in report.failures[0].cause
 
 
@@ -228,3 +228,11 @@ def test_what_cannot_be_checked_at_all_is_said():
     assert report.stopped and "pass your function itself" in report.failures[0].cause and "got None" in str(report)
     report = checks.check_pull_list(lambda: None, quiet=True)
     assert report.stopped and "pass the kernel's source, a string" in report.failures[0].cause
+
+
+def test_cuda_in_a_cpu_exercise_is_named_as_such():
+    def on_the_gpu(ranks, k):
+        raise RuntimeError("cudaErrorInitializationError: initialization error")
+    report = checks.check_top_k(on_the_gpu, quiet=True)
+    assert "cudaErrorInitializationError" in report.failures[0].detail
+    assert "cannot run in the child process" in report.failures[0].cause

@@ -8,7 +8,8 @@ reach the checker's expected values (``isolation``), which come from private cop
 reference (``pristine``); a kernel runs on padded, poisoned inputs and a probed copy of it shows what
 values cannot (``probe``). The pieces: ``report`` (the report and the loop over cases), ``limits``
 (output cap, errors, waiting for a kernel), ``returned`` and ``cpu``, ``iteration`` (01, 02, 03, 33),
-``device``, ``gpu``, ``gpu_pull`` and ``gpu_update`` (10 to 21), ``cuda`` (reading CUDA source), ``flow`` and ``lint`` (hazards read
+``device``, ``gpu``, ``gpu_pull`` and ``gpu_update`` (10 to 21), ``cuda`` (reading CUDA source),
+``flow`` and ``lint`` (hazards read
 from it).
 """
 from __future__ import annotations

@@ -21,34 +21,34 @@ DANGLING_LOST = ("dangling mass lost: the rank of vertices without out-links mus
                  "vertices (d * dangling mass / n each); without it the ranks sum to less than 1")
 NOT_SUMMING = ("ranks not summing to 1: rank is lost or created (each in-neighbour u gives d * rank[u] / "
                "out_degree[u]; every vertex gets (1 - d) / n from teleporting)")
-TELEPORT_NOT_SHARED = ("ranks not summing to 1: the teleport term (1 - d) is shared by the n vertices, "
-                       "(1 - d) / n each, and so is the dangling share d * D / n")
-RENORMALISED = ("renormalised instead of spreading the dangling mass: dividing by the sum makes the ranks sum "
-                "to 1, but it hands the dangling vertices' rank D out in proportion to the ranks; every vertex "
-                "must get the same share, d * D / n")
-UNDAMPED_DANGLING = ("the dangling share is not damped: every vertex gets d * D / n from the dangling vertices "
-                     "(D = their total rank), not D / n")
-KEPT_STATE = ("state kept across calls: the first call on this graph is right, the second (other ranks, other "
-              "d) returns {what}: your function keeps something from an earlier call (a cache, a global, a "
-              "buffer) and uses it again; compute everything from the arguments of each call")
-IN_LINKS = ("the sum over in-links is wrong: vertex v gets d * rank[u] / out_degree[u] from every u that links "
-            "to it, counting u's out-degree, not v's")
-K_ZERO = ("k = 0 must give no index: a slice such as order[-k:] or order[:-k] gives the whole array when k is 0 "
-          "(-0 is 0); slice the largest-first order with order[:k]")
+TELEPORT_NOT_SHARED = ("ranks not summing to 1: the teleport term (1 - d) is shared by the n vertices, (1 "
+                       "- d) / n each, and so is the dangling share d * D / n")
+RENORMALISED = ("renormalised instead of spreading the dangling mass: dividing by the sum makes the ranks "
+                "sum to 1, but it hands the dangling vertices' rank D out in proportion to the ranks; "
+                "every vertex must get the same share, d * D / n")
+UNDAMPED_DANGLING = ("the dangling share is not damped: every vertex gets d * D / n from the dangling "
+                     "vertices (D = their total rank), not D / n")
+KEPT_STATE = ("state kept across calls: the first call on this graph is right, the second (other ranks, "
+              "other d) returns {what}: your function keeps something from an earlier call (a cache, a "
+              "global, a buffer) and uses it again; compute everything from the arguments of each call")
+IN_LINKS = ("the sum over in-links is wrong: vertex v gets d * rank[u] / out_degree[u] from every u that "
+            "links to it, counting u's out-degree, not v's")
+K_ZERO = ("k = 0 must give no index: a slice such as order[-k:] or order[:-k] gives the whole array when k "
+          "is 0 (-0 is 0); slice the largest-first order with order[:k]")
 FLOAT32_COMPARE = ("the ranks were compared in float32: ranks closer than float32 can tell apart (0.1 and "
-                   "0.1 + 1e-12) become equal there and are then ordered by id, not by value; sort the float64 "
-                   "ranks themselves")
+                   "0.1 + 1e-12) become equal there and are then ordered by id, not by value; sort the "
+                   "float64 ranks themselves")
 
 
 def hard_coded(d: float) -> str:
-    return (f"the damping factor is hard-coded: your result is what d = 0.85 gives, but this case passes "
-            f"d = {d:.3f}; use the damping argument")
+    return ("the damping factor is hard-coded: your result is what d = 0.85 gives, but this case passes d "
+            f"= {d:.3f}; use the damping argument")
 
 
 def float32_cause(relative: float) -> str:
-    return (f"float32 rounding: the values are right to about 7 digits only (relative error {relative:.1e}): "
-            "somewhere the computation runs in float32 (np.float32, dtype=np.float32, astype(np.float32)); "
-            "the CPU exercises compute in float64")
+    return ("float32 rounding: the values are right to about 7 digits only (relative error "
+            f"{relative:.1e}): somewhere the computation runs in float32 (np.float32, dtype=np.float32, "
+            "astype(np.float32)); the CPU exercises compute in float64")
 
 
 def float32_error(expected: np.ndarray, got: np.ndarray) -> float | None:
@@ -66,7 +66,8 @@ def step(graph: Graph, ranks: np.ndarray, damping: float) -> np.ndarray:
 
 def step_parts(graph: Graph, ranks: np.ndarray, damping: float):
     """(d * pulled, dangling mass D) of one step in float64."""
-    contrib = np.divide(ranks, graph.out_degree, out=np.zeros(graph.num_vertices), where=graph.out_degree > 0)
+    degree = graph.out_degree
+    contrib = np.divide(ranks, degree, out=np.zeros(graph.num_vertices), where=degree > 0)
     return damping * (graph.in_matrix @ contrib), float(ranks[graph.dangling].sum())
 
 
@@ -126,7 +127,8 @@ def _one_step(graph: Graph, settings, j: int, got: np.ndarray, first_right: bool
     raise Wrong(f"{setting}: {where}", IN_LINKS)
 
 
-def check_pagerank_step(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
+def check_pagerank_step(function, seed=None, quiet: bool = False,
+                        time_limit: float = CPU_TIME_LIMIT) -> Report:
     """Exercise 01: ``function(graph, ranks, damping)`` returns one power-iteration step (float64). Called
     twice per graph (other ranks, other d, the same graph object), both results kept until the end."""
     start = begin(function, "pagerank_step", seed, quiet)
@@ -148,8 +150,8 @@ def check_pagerank_step(function, seed=None, quiet: bool = False, time_limit: fl
             found.update({f"{k}|ranks (call {j + 1})": r for j, r in enumerate(ranks)})
         return found
 
-    guard = [a for _, (g, settings, _, _) in cases for a in list(pristine_arrays(g).values()) + [settings[0][0],
-                                                                                             settings[1][0]]]
+    guard = [a for _, (g, settings, _, _) in cases
+             for a in list(pristine_arrays(g).values()) + [settings[0][0], settings[1][0]]]
     output = Output()
     results = run_calls(function, calls, inputs=inputs, guard=guard, time_limit=time_limit, output=output)
 
@@ -169,7 +171,8 @@ def check_pagerank_step(function, seed=None, quiet: bool = False, time_limit: fl
             first_right = j == 0
         return None
 
-    return run("pagerank_step", seed, cases, check, quiet, results.notes, output, scale_review(graphs[-1].name))
+    return run("pagerank_step", seed, cases, check, quiet, results.notes, output,
+               scale_review(graphs[-1].name))
 
 
 # --- 02: transpose -------------------------------------------------------------------------------------
@@ -202,7 +205,8 @@ def _offsets(graph: Graph, got: np.ndarray) -> None:
                                            f"vertex {hub}'s count"))
     offsets = wrapped_type(got, graph.in_offsets)
     if offsets is not None:
-        raise Wrong(detail, overflow_cause("the offsets", offsets, graph.num_edges, "the last offset (one per edge)"))
+        raise Wrong(detail, overflow_cause("the offsets", offsets, graph.num_edges,
+                                           "the last offset (one per edge)"))
     raise Wrong(detail, "wrong row bounds: in_offsets[v] is how many in-links the vertices before v have")
 
 
@@ -225,8 +229,8 @@ def _sources(graph: Graph, got: np.ndarray) -> None:
             raise Wrong(shown, overflow_cause("the sort key target * n + source", dtype, n * n - 1,
                                               f"with n = {n:,} it"))
     if np.array_equal(np.sort(mine), truth):
-        raise Wrong(shown, "the right sources in the wrong order: list them by increasing source "
-                           "(a stable sort by target keeps the edge list's source order)")
+        raise Wrong(shown, "the right sources in the wrong order: list them by increasing source (a stable "
+                           "sort by target keeps the edge list's source order)")
     if ((got < 0) | (got >= n)).any():
         raise Wrong(shown, "ids outside 0..n-1 in in_sources: each entry is the source vertex of an in-link"
                     + ("; negative ones come from an integer that overflowed" if (got < 0).any() else ""))
@@ -245,8 +249,8 @@ def check_transpose(function, seed=None, quiet: bool = False, time_limit: float 
     calls = [Call((g.num_vertices,) + pair) for g, pair in zip(graphs, given)]
 
     def inputs():
-        return {f"{k}|{name}": a for k, pair in enumerate(given) for name, a in zip(("out_offsets", "out_targets"),
-                                                                                   pair)}
+        return {f"{k}|{name}": a for k, pair in enumerate(given)
+                for name, a in zip(("out_offsets", "out_targets"), pair)}
 
     guard = [a for g in graphs for a in (g.out_offsets, g.out_targets, g.in_offsets, g.in_sources)]
     output = Output()
@@ -257,10 +261,12 @@ def check_transpose(function, seed=None, quiet: bool = False, time_limit: float 
         n, m = graph.num_vertices, graph.num_edges
         value = results.value(k)
         inputs_unchanged({"out_offsets": graph.out_offsets, "out_targets": graph.out_targets},
-                         {name.split("|", 1)[1]: a for name, a in results.inputs.items() if name.startswith(f"{k}|")})
+                         {name.split("|", 1)[1]: a for name, a in results.inputs.items()
+                          if name.startswith(f"{k}|")})
         with state_explains(results, [k]):
             first, second = as_pair(value, "(in_offsets, in_sources)")
-            got_offsets, got_sources = as_array(first, "in_offsets", "i"), as_array(second, "in_sources", "i")
+            got_offsets = as_array(first, "in_offsets", "i")
+            got_sources = as_array(second, "in_sources", "i")
             if got_offsets.size == m and got_sources.size == n + 1 and m != n + 1:
                 raise Wrong(f"the first array has {m} entries (one per edge), the second {n + 1}",
                             "the pair is in the wrong order: return (in_offsets, in_sources)")
@@ -287,7 +293,8 @@ def _top_k_wrong(ranks: np.ndarray, k: int, got: np.ndarray, expected: np.ndarra
         if k == 0 and got.size:
             raise Wrong(f"returned {got.size} indices for k = 0", K_ZERO)
         raise Wrong(f"returned {got.size} indices, expected {expected.size}",
-                    "k larger than the number of vertices returns all n" if k > n else "return exactly k indices")
+                    "k larger than the number of vertices returns all n" if k > n
+                    else "return exactly k indices")
     if np.array_equal(got, expected):
         return
     detail = f"returned {got[:8].tolist()}..., expected {expected[:8].tolist()}..."
@@ -297,15 +304,16 @@ def _top_k_wrong(ranks: np.ndarray, k: int, got: np.ndarray, expected: np.ndarra
     if ((got < 0) | (got >= n)).any():
         raise Wrong(detail, "indices outside 0..n-1: return vertex ids")
     if np.array_equal(ranks[got], ranks[expected]):
-        raise Wrong(detail, "ties broken the wrong way: among equal ranks the smaller vertex id comes first "
-                            "(a stable sort of -ranks, not a reversed sort of ranks)")
+        raise Wrong(detail, "ties broken the wrong way: among equal ranks the smaller vertex id comes "
+                            "first (a stable sort of -ranks, not a reversed sort of ranks)")
     single = ranks.astype(np.float32)
     if np.array_equal(single[got], single[expected]):
         raise Wrong(detail, FLOAT32_COMPARE)
     if set(got.tolist()) == set(expected.tolist()):
         raise Wrong(detail, "the right vertices in the wrong order: largest rank first")
     missing = sorted(set(expected.tolist()) - set(got.tolist()))[0]
-    raise Wrong(detail, f"vertex {missing} (rank {ranks[missing]:.17g}) belongs in the top {k} and is missing")
+    raise Wrong(detail, f"vertex {missing} (rank {ranks[missing]:.17g}) belongs in the top {k} and is "
+                        "missing")
 
 
 def check_top_k(function, seed=None, quiet: bool = False, time_limit: float = CPU_TIME_LIMIT) -> Report:
@@ -342,8 +350,8 @@ def check_top_k(function, seed=None, quiet: bool = False, time_limit: float = CP
                 values = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
                 if values is not None and values.shape == expected.shape and values.dtype.kind == "f" \
                         and np.array_equal(values, ranks[expected]):
-                    raise Wrong(wrong.detail, "you returned the ranks themselves: return the vertex ids (indices) "
-                                              "of the k largest ranks") from None
+                    raise Wrong(wrong.detail, "you returned the ranks themselves: return the vertex ids "
+                                              "(indices) of the k largest ranks") from None
                 raise
             _top_k_wrong(ranks, k, got, expected)
 

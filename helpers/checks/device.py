@@ -35,23 +35,24 @@ RACE = ("a race: updates are lost (and the result can change from launch to laun
 ROW_PAST = ("wrong row bounds: each vertex also adds the first in-link of the next vertex (the loop must "
             "stop before offsets[v + 1], not at it)")
 ROW_SHORT = "wrong row bounds: each vertex misses its last in-link (the loop stops one early)"
-CHANGED_INPUT = ("the kernel wrote into its input {names}, which it must not: inputs are read again by every "
-                 "later launch (declare them const)")
+CHANGED_INPUT = ("the kernel wrote into its input {names}, which it must not: inputs are read again by "
+                 "every later launch (declare them const)")
 HUNG = ("the kernel did not finish within {limit:g} s: likely an endless loop (a loop whose counter never "
         "reaches its bound, a stride of 0); the GPU is now busy with it — restart the runtime (on Colab: "
         "Runtime > Restart session) before running anything else on the GPU")
-SHARED_UNSET = ("the kernel reads shared memory it never wrote in this launch: the checker filled shared memory "
-                "with NaN before a launch and the result changed; on a GPU such slots hold whatever an earlier "
-                "kernel left there — write every slot a step reads first (elements past n as 0)")
-READ_PAST_END = ("the kernel reads {name} outside its {length:,} elements: a bounds check that comes after the "
-                 "read (out_degree[u] or rank[u] read before u < n is tested) or an index past the array. The "
-                 "checker's padding made these reads harmless in the launches it compared; past a real array's "
-                 "end they read another allocation or fault — test the bounds before the first read")
+SHARED_UNSET = ("the kernel reads shared memory it never wrote in this launch: the checker filled shared "
+                "memory with NaN before a launch and the result changed; on a GPU such slots hold whatever "
+                "an earlier kernel left there — write every slot a step reads first (elements past n as 0)")
+READ_PAST_END = ("the kernel reads {name} outside its {length:,} elements: a bounds check that comes after "
+                 "the read (out_degree[u] or rank[u] read before u < n is tested) or an index past the "
+                 "array. The checker's padding made these reads harmless in the launches it compared; past "
+                 "a real array's end they read another allocation or fault — test the bounds before the "
+                 "first read")
 
 
 def lanes_cause(right_max: int, dmin: int) -> str:
-    return (f"vertices with up to {right_max} in-links are right, wrong ones have {dmin} or more: "
-            "the lanes' partial sums are not all combined exactly once — check the loop's start and stride "
+    return (f"vertices with up to {right_max} in-links are right, wrong ones have {dmin} or more: the "
+            "lanes' partial sums are not all combined exactly once — check the loop's start and stride "
             "(each in-link read by one lane) and the shuffle's offsets, width and mask")
 
 
@@ -129,7 +130,7 @@ class DeviceCase:
         self.length = {"in_offsets": n + 1, "out_offsets": n + 1, "in_sources": m, "out_targets": m,
                        "out_degree": n, "contrib": n, "rank": n}
         self.edge_term = np.append(self.contrib_host[graph.in_sources], pad_value)
-        self.expected = graph.in_matrix @ self.contrib_host        # exact: every partial sum is representable
+        self.expected = graph.in_matrix @ self.contrib_host     # exact: every partial sum is representable
 
 
 class Inputs:
@@ -147,10 +148,12 @@ class Inputs:
         found = [changed(name, self.host[name], self.device.get(self.dev[name])) for name in self.host]
         found = [f for f in found if f]
         if found:
-            raise Wrong("; ".join(found), CHANGED_INPUT.format(names=", ".join(f.split(":")[0] for f in found)))
+            names = ", ".join(f.split(":")[0] for f in found)
+            raise Wrong("; ".join(found), CHANGED_INPUT.format(names=names))
 
     def probed(self) -> dict:
-        """Fresh copies for the probed launch, each after READ_SLOTS words: (buffers, views passed as args)."""
+        """Fresh copies for the probed launch, each after READ_SLOTS words: {'buffers': ..., 'views': the
+        arrays the kernel gets}."""
         buffers, views = {}, {}
         for name, host in self.host.items():
             words = np.zeros(READ_SLOTS + host.size, dtype=np.uint32)
@@ -166,8 +169,8 @@ class Inputs:
             words = np.asarray(self.device.get(buffer)[:READ_SLOTS]).view(np.uint32)
             if words[1]:
                 index = int(np.array([words[2]], dtype=np.uint32).view(np.int32)[0])
-                raise Wrong(f"{name}[{index}] read by thread {int(words[3])} ({int(words[1]):,} reads outside "
-                            f"0..{self.length[name] - 1:,})", READ_PAST_END.format(name=name,
+                raise Wrong(f"{name}[{index}] read by thread {int(words[3])} ({int(words[1]):,} reads "
+                            f"outside 0..{self.length[name] - 1:,})", READ_PAST_END.format(name=name,
                                                                                   length=self.length[name]))
 
 
@@ -201,19 +204,22 @@ def check_sums(dc: DeviceCase, got_full, again_full=None, vertices=None, hint: s
     listed = np.ones(n, bool) if vertices is None else np.isin(np.arange(n), vertices)
     stray = np.flatnonzero(~listed & ~np.isnan(got))
     if stray.size:
-        raise Wrong(f"vertex {int(stray[0])} was written but is not in the list ({stray.size:,} such vertices)",
+        raise Wrong(f"vertex {int(stray[0])} was written but is not in the list "
+                    f"({stray.size:,} such vertices)",
                     "a thread works on the wrong vertex: the i-th group of lanes handles vertices[i], not i")
     unwritten = np.flatnonzero(listed & np.isnan(got))
     if unwritten.size:
-        raise Wrong(f"vertex {int(unwritten[0])} never written ({unwritten.size:,} of {int(listed.sum()):,})",
+        raise Wrong(f"vertex {int(unwritten[0])} never written "
+                    f"({unwritten.size:,} of {int(listed.sum()):,})",
                     NEVER_WRITTEN + unwritten_hint)
     if not got[listed].any() and dc.expected[listed].any():
-        raise Wrong(f"every element is 0; vertex {int(np.argmax(dc.expected))} should be {dc.expected.max():.9g}",
+        raise Wrong(f"every element is 0; vertex {int(np.argmax(dc.expected))} should be "
+                    f"{dc.expected.max():.9g}",
                     "nothing was added: every in-link's share must reach its target")
     if again_full is not None and not same_bits(got_full, again_full):
         v = first_difference(got_full, again_full)
-        raise Wrong(f"vertex {v}: {got_full[v]:.9g} in one launch, {again_full[v]:.9g} in the next "
-                    "(with these inputs every correct order of additions gives the same bits)", RACE)
+        raise Wrong(f"vertex {v}: {got_full[v]:.9g} in one launch, {again_full[v]:.9g} in the next (with "
+                    "these inputs every correct order of additions gives the same bits)", RACE)
     got_listed = np.where(listed, got, dc.expected)
     bad, where = worst_vertex(graph, dc.expected, got_listed, 0.0)
     if not bad.any():
@@ -231,8 +237,8 @@ def check_sums(dc: DeviceCase, got_full, again_full=None, vertices=None, hint: s
     if lanes and dmin > 1 and not bad[listed & (degree < dmin)].any():
         raise Wrong(where, lanes_cause(int(degree[listed & (degree < dmin)].max(initial=0)), dmin))
     if int(degree[bad].min()) > 2**15 and not bad[degree <= 2**15].any():
-        raise Wrong(where, "only the vertex with more than 2**15 in-links is wrong: a count or index held in a "
-                           "16-bit type (short) overflows there; use int")
+        raise Wrong(where, "only the vertex with more than 2**15 in-links is wrong: a count or index held "
+                           "in a 16-bit type (short) overflows there; use int")
     raise Wrong(where, hint or "the sum over in-links is wrong")
 
 

@@ -62,7 +62,7 @@ class Uniformity:
             inner = self.of(node[2])
             return inner if node[1] in ("+", "++", "--") and inner == L else self._flat(inner)
         if kind == "cond":
-            return max(self._flat(self.of(node[1])), self._flat(self.of(node[2])), self._flat(self.of(node[3])))
+            return max(self._flat(self.of(part)) for part in node[1:4])
         if kind == "assign":
             return self.of(node[3])
         if kind == "bin":
@@ -110,7 +110,8 @@ class Uniformity:
     def _expression(self, node, control: int) -> None:
         for sub in walk(node):
             if sub[0] == "assign":
-                state = self.of(sub[3]) if sub[1] == "=" else max(self.of(sub[2]), self._flat(self.of(sub[3])))
+                state = (self.of(sub[3]) if sub[1] == "="
+                         else max(self.of(sub[2]), self._flat(self.of(sub[3]))))
                 if sub[1] != "=" and state == L:
                     state = V
                 self._assign(sub[2], max(state, control), sub[3] if sub[1] == "=" else None)
@@ -126,7 +127,9 @@ class Uniformity:
             for item in node.body:
                 self._visit(item, control)
         elif node.kind in ("simple", "return"):
-            for expression in statement_expressions(node) if node.kind == "simple" else [parse_expression(node.toks[1:])]:
+            found = (statement_expressions(node) if node.kind == "simple"
+                     else [parse_expression(node.toks[1:])])
+            for expression in found:
                 self._expression(expression, control)
         elif node.kind == "if":
             inner = max(control, self._flat(self.of(parse_expression(node.toks))))

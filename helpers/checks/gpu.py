@@ -25,6 +25,12 @@ from .probe import probed
 from .report import Report, Wrong, describe_value, refused, run
 
 
+PROBE_SKIPPED = ("the probed launch was skipped: the checker could not rewrite how this kernel is written "
+                 "(it wraps plain pointer parameters such as const int* rank or float* pulled), so which "
+                 "thread stored each element, the atomics per block, shared memory read before it is "
+                 "written and reads outside the inputs were not checked")
+
+
 @dataclass(frozen=True)
 class Spec:
     """An exercise kernel as its checker launches and probes it."""
@@ -41,7 +47,8 @@ KERNELS = {"check_pull_grid_stride": Spec("pull_grid_stride", PULL, ("pulled",))
            "check_contributions_split": Spec("contributions_split", ("rank", "out_degree"),
                                              ("contrib", "dangling_rank")),
            "check_pull_warp": Spec("pull_warp_rank", PULL, ("pulled",), lane_stride="32"),
-           "check_pull_list": Spec("pull_list", ("vertices", "in_offsets", "in_sources", "contrib"), ("pulled",),
+           "check_pull_list": Spec("pull_list", ("vertices", "in_offsets", "in_sources", "contrib"),
+                                   ("pulled",),
                                    lane_stride="width"),
            "check_l1_change": Spec("l1_change", ("new_rank", "old_rank"), sums=("total",)),
            "check_fused_update": Spec("fused_update", ("in_offsets", "in_sources", "out_degree", "contrib"),
@@ -58,7 +65,8 @@ def launched(grid, block):
     try:
         yield
     except Wrong as wrong:
-        raise Wrong(f"{grid[0]:,} block{'s' * (grid[0] != 1)} of {block[0]} threads: {wrong.detail}", wrong.cause,
+        launch = f"{grid[0]:,} block{'s' * (grid[0] != 1)} of {block[0]} threads"
+        raise Wrong(f"{launch}: {wrong.detail}", wrong.cause,
                     wrong.stop) from None
 
 
@@ -99,24 +107,35 @@ def source_cases(code: str, spec: Spec) -> list:
 
 
 def checker(name: str, code: str, seed: int, quiet: bool, time_limit: float, cases, check) -> Report:
-    """Run ``check(device, case)`` for every case, after the lint's cases, with the refusals first."""
-    exercise = name[len("check_"):]
+    """Run ``check(device, probe, case)`` for every case, after the lint's cases, with the refusals first;
+    ``probe`` is the probed kernel, compiled once (None, with a note in the report, where the probe does
+    not cover how the kernel is written)."""
+    exercise, spec = name[len("check_"):], KERNELS[name]
     if not isinstance(code, str):
         return refused(exercise, seed, f"the checker got {describe_value(code)}",
-                       f"pass the kernel's source, a string: checks.{name}(KERNEL) with KERNEL = r'''...'''", quiet)
+                       f"pass the kernel's source, a string: checks.{name}(KERNEL) with KERNEL = r'''...'''",
+                       quiet)
     replaced = pristine.refusal()
     if replaced is not None:
         return refused(exercise, seed, *replaced, quiet)
-    device = open_device(time_limit)
+    device, probe, notes = open_device(time_limit), None, []
+    try:
+        compiled(device, code, spec)
+    except Exception:                  # no such kernel, or it does not compile: the first case says so
+        pass
+    else:
+        probe = probe_kernel(device, code, spec)
+        if probe is None:
+            notes.append(PROBE_SKIPPED)
 
     def checked(case):
         if isinstance(case, tuple) and case and case[0] == "source":
             found = case[1]
             lines = ", ".join(str(h.line) for h in found[1:])
             raise Wrong(f"`{found[0].text}`" + (f" (and lines {lines})" if lines else ""), found[0].cause)
-        return check(device, case)
+        return check(device, probe, case)
 
-    return run(exercise, seed, source_cases(code, KERNELS[name]) + cases, checked, quiet)
+    return run(exercise, seed, source_cases(code, spec) + cases, checked, quiet, notes)
 
 
 def launches(device: Device, ins: Inputs, kernel, grid, block, args, size: int, fill=np.nan) -> list:

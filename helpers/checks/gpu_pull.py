@@ -1,51 +1,52 @@
-"""The GPU checkers of the pull kernels: a grid-stride loop (10), one warp per vertex (13) and ``width`` lanes
-per listed vertex (14). Each is launched on fresh graphs in several configurations, its sums compared bit
-for bit, and a probed launch shows which thread stored each vertex and which inputs were read outside
-their length (see ``checks.gpu``).
+"""The GPU checkers of the pull kernels: a grid-stride loop (10), one warp per vertex (13) and ``width``
+lanes per listed vertex (14). Each is launched on fresh graphs in several configurations, its sums
+compared bit for bit, and a probed launch shows which thread stored each vertex and which inputs were read
+outside their length (see ``checks.gpu``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .device import BLOCK, PAD, DeviceCase, Inputs, blocks, check_sums, gpu_graphs, several, shared_changed
-from .gpu import KERNELS, checker, compiled, graph_inputs, launched, launches, probe_kernel, probe_launch
+from .gpu import KERNELS, checker, compiled, graph_inputs, launched, launches, probe_launch
 from .limits import GPU_TIME_LIMIT
 from .probe import UNSET
 from .report import Report, Wrong, fresh_seed
 
-REDUNDANT_STRIDE = ("a wrong grid stride: several threads compute the same vertex (vertex {v}: threads {a} and "
-                    "{b}; {count:,} vertices so). The values come out right, so this is about performance, not "
-                    "correctness: the kernel repeats work; step by the grid's thread count, blockDim.x * "
-                    "gridDim.x, whatever the launch (a number that fits one launch fits no other), so that each "
-                    "vertex is handled by exactly one thread")
-NOT_GRID_STRIDE = ("not a grid-stride loop: vertex {v} was handled by thread {a}, but in a grid-stride loop it "
-                   "belongs to thread {v} mod {threads} = {b}. The values are right (performance, not "
-                   "correctness): consecutive threads must take consecutive vertices, v = global index, then + "
-                   "blockDim.x * gridDim.x, so that a warp's loads are coalesced")
-GRID_HINT = ("; in a grid-stride loop every vertex is reached whatever the launch (here {grid} blocks of {block} "
-             "threads): start at the global index and step by blockDim.x * gridDim.x, not by a number that fits "
-             "one launch")
-SEVERAL_LANES = ("several lanes store {what} (threads {a} and {b}; {count:,} elements so): only the group's "
-                 "first lane should store the group's total. Several lanes writing one element is a race: after "
-                 "__shfl_down_sync only lane 0 holds the total, so another lane's partial sum can win; with "
-                 "__shfl_xor_sync every lane holds it and the numbers come out right today, but it is still a "
-                 "race and wasted stores")
-LIST_OVERRUN = ("groups past the end of the list wrote results: the check i < count is missing or off by one "
-                "(the checker follows the list with ids that are not vertices of the graph; pulled[{index}] was "
-                "written)")
-CONFIGS = (((3,), (128,)), ((5,), (64,)), ((2,), (256,)))      # exercise 10's grids, far smaller than a graph
+REDUNDANT_STRIDE = ("a wrong grid stride: several threads compute the same vertex (vertex {v}: threads {a} "
+                    "and {b}; {count:,} vertices so). The values come out right, so this is about "
+                    "performance, not correctness: the kernel repeats work; step by the grid's thread "
+                    "count, blockDim.x * gridDim.x, whatever the launch (a number that fits one launch "
+                    "fits no other), so that each vertex is handled by exactly one thread")
+NOT_GRID_STRIDE = ("not a grid-stride loop: vertex {v} was handled by thread {a}, but in a grid-stride "
+                   "loop it belongs to thread {v} mod {threads} = {b}. The values are right (performance, "
+                   "not correctness): consecutive threads must take consecutive vertices, v = global "
+                   "index, then + blockDim.x * gridDim.x, so that a warp's loads are coalesced")
+GRID_HINT = ("; in a grid-stride loop every vertex is reached whatever the launch (here {grid} blocks of "
+             "{block} threads): start at the global index and step by blockDim.x * gridDim.x, not by a "
+             "number that fits one launch")
+SEVERAL_LANES = ("several lanes store {what} (threads {a} and {b}; {count:,} elements so): only the "
+                 "group's first lane should store the group's total. Several lanes writing one element is "
+                 "a race: after __shfl_down_sync only lane 0 holds the total, so another lane's partial "
+                 "sum can win; with __shfl_xor_sync every lane holds it and the numbers come out right "
+                 "today, but it is still a race and wasted stores")
+LIST_OVERRUN = ("groups past the end of the list wrote results: the check i < count is missing or off by "
+                "one (the checker follows the list with ids that are not vertices of the graph; "
+                "pulled[{index}] was written)")
+CONFIGS = (((3,), (128,)), ((5,), (64,)), ((2,), (256,)))     # exercise 10's grids, far smaller than a graph
 
 
-def check_pull_grid_stride(code: str, seed=None, quiet: bool = False, time_limit: float = GPU_TIME_LIMIT) -> Report:
-    """Exercise 10: pull_grid_stride(in_offsets, in_sources, out_degree, rank, pulled, n), launched with grids
-    far smaller than the graph: 3 blocks of 128 threads, then 5 of 64 and 2 of 256. Every thread walks
-    v = its index, + the grid's size, ... < n."""
+def check_pull_grid_stride(code: str, seed=None, quiet: bool = False,
+                           time_limit: float = GPU_TIME_LIMIT) -> Report:
+    """Exercise 10: pull_grid_stride(in_offsets, in_sources, out_degree, rank, pulled, n), launched with
+    grids far smaller than the graph: 3 blocks of 128 threads, then 5 of 64 and 2 of 256. Every thread
+    walks v = its index, + the grid's size, ... < n."""
     seed = fresh_seed(seed)
     rng, spec = np.random.default_rng(seed), KERNELS["check_pull_grid_stride"]
 
-    def check(device, graph):
+    def check(device, probe, graph):
         kernel, dc = compiled(device, code, spec), DeviceCase(graph, rng)
-        n, ins, probe = dc.n, graph_inputs(device, dc, spec), probe_kernel(device, code, spec)
+        n, ins = dc.n, graph_inputs(device, dc, spec)
 
         def args(arrays, out):
             return tuple(arrays[name] for name in spec.inputs) + (out, np.int32(n))
@@ -66,7 +67,8 @@ def check_pull_grid_stride(code: str, seed=None, quiet: bool = False, time_limit
                 if found.any():
                     v = int(np.flatnonzero(found)[0])
                     raise Wrong(f"vertex {v} was computed by more than one thread",
-                                REDUNDANT_STRIDE.format(v=v, a=int(lo[v]), b=int(hi[v]), count=int(found.sum())))
+                                REDUNDANT_STRIDE.format(v=v, a=int(lo[v]), b=int(hi[v]),
+                                                        count=int(found.sum())))
                 elsewhere = (lo != UNSET) & (lo != np.arange(n) % threads)
                 if elsewhere.any():
                     v = int(np.flatnonzero(elsewhere)[0])
@@ -85,9 +87,9 @@ def check_pull_warp(code: str, seed=None, quiet: bool = False, time_limit: float
     seed = fresh_seed(seed)
     rng, spec = np.random.default_rng(seed), KERNELS["check_pull_warp"]
 
-    def check(device, graph):
+    def check(device, probe, graph):
         kernel, dc = compiled(device, code, spec), DeviceCase(graph, rng)
-        n, ins, probe = dc.n, graph_inputs(device, dc, spec), probe_kernel(device, code, spec)
+        n, ins = dc.n, graph_inputs(device, dc, spec)
 
         def args(arrays, out):
             return tuple(arrays[name] for name in spec.inputs) + (out, np.int32(n))
@@ -96,15 +98,17 @@ def check_pull_warp(code: str, seed=None, quiet: bool = False, time_limit: float
         for grid in ((need,), (need + 2,)):
             with launched(grid, (BLOCK,)):
                 out = launches(device, ins, kernel, grid, (BLOCK,), args, n + PAD)
-                check_sums(dc, out[0], out[1], lanes=True, hint="only lane 0 of each warp should store the warp's "
-                                                                "total")
+                check_sums(dc, out[0], out[1], lanes=True, hint="only lane 0 of each warp should store the "
+                                                                "warp's total")
                 if probe is not None:
-                    values, lowest, highest = probe_launch(device, probe, ins, grid, (BLOCK,), args, [n + PAD])[0]
+                    probes = probe_launch(device, probe, ins, grid, (BLOCK,), args, [n + PAD])
+                    values, lowest, highest = probes[0]
                     shared_changed(values, out[0], "pulled")
                     several(lowest, highest, np.arange(n), SEVERAL_LANES, "pulled")
         return None
 
-    return checker("check_pull_warp", code, seed, quiet, time_limit, [(g.name, g) for g in gpu_graphs(rng)], check)
+    return checker("check_pull_warp", code, seed, quiet, time_limit, [(g.name, g) for g in gpu_graphs(rng)],
+                   check)
 
 
 def check_pull_list(code: str, seed=None, quiet: bool = False, time_limit: float = GPU_TIME_LIMIT) -> Report:
@@ -116,10 +120,10 @@ def check_pull_list(code: str, seed=None, quiet: bool = False, time_limit: float
     rng, spec = np.random.default_rng(seed), KERNELS["check_pull_list"]
     graphs = gpu_graphs(rng)
 
-    def check(device, case):
+    def check(device, probe, case):
         graph, width = case
         kernel, dc = compiled(device, code, spec), DeviceCase(graph, rng)
-        n, probe = dc.n, probe_kernel(device, code, spec)
+        n = dc.n
         chosen = rng.random(n) < 0.6
         chosen[int(np.argmax(graph.in_degree))] = True              # always the hub
         vertices = rng.permutation(np.flatnonzero(chosen)).astype(np.int32)
@@ -136,13 +140,14 @@ def check_pull_list(code: str, seed=None, quiet: bool = False, time_limit: float
             with launched(grid, (BLOCK,)):
                 out = launches(device, ins, kernel, grid, (BLOCK,), args, n + PAD)
                 check_sums(dc, out[0], out[1], vertices=vertices, lanes=True, canary=LIST_OVERRUN,
-                           hint="each group must add only its own lanes' partial sums: shuffle with offsets from "
-                                "width / 2 down to 1 and pass width, so that no group reads a neighbouring "
-                                "group's lanes",
-                           unwritten_hint="; here the first lane of every group (lane = threadIdx.x % width is 0) "
-                                          "stores pulled[vertices[i]]")
+                           hint="each group must add only its own lanes' partial sums: shuffle with "
+                                "offsets from width / 2 down to 1 and pass width, so that no group reads a "
+                                "neighbouring group's lanes",
+                           unwritten_hint="; here the first lane of every group (lane = threadIdx.x % "
+                                          "width is 0) stores pulled[vertices[i]]")
                 if probe is not None:
-                    values, lowest, highest = probe_launch(device, probe, ins, grid, (BLOCK,), args, [n + PAD])[0]
+                    probes = probe_launch(device, probe, ins, grid, (BLOCK,), args, [n + PAD])
+                    values, lowest, highest = probes[0]
                     shared_changed(values, out[0], "pulled")
                     several(lowest, highest, np.sort(vertices), SEVERAL_LANES, "pulled")
         return None

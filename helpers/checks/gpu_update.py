@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from .device import (BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, PAST_THE_END, RACE, SHARED_UNSET, UNIT,
-                     DeviceCase, Inputs, blocks, check_sums, first_difference, gpu_graphs, output, padded, several,
+                     DeviceCase, Inputs, blocks, check_sums, first_difference, gpu_graphs, output, padded,
+                     several,
                      shared_changed)
-from .gpu import KERNELS, checker, compiled, graph_inputs, grids, launched, launches, probe_kernel, probe_launch
+from .gpu import KERNELS, checker, compiled, graph_inputs, grids, launched, launches, probe_launch
 from .limits import GPU_TIME_LIMIT
 from .pristine import REFERENCE as REF
 from .probe import SPAN
@@ -20,18 +21,22 @@ from .report import Report, Wrong, fresh_seed, random_ranks, worst_vertex
 STRAY = 2.0 ** -10          # |new - old| of each element past n in exercise 20
 DANGLING_LOST = ("dangling mass lost: the rank of vertices without out-links must be spread over all "
                  "vertices (d * dangling mass / n each); without it the ranks sum to less than 1")
-DIVIDE_BY_ZERO = ("a dangling vertex divided by its out-degree 0 (got inf or NaN): its contribution "
-                  "must be 0")
-SEVERAL_THREADS = ("{what} is stored by several threads (threads {a} and {b}; {count:,} elements so): one thread "
-                   "per vertex; the others repeat its work (performance, not correctness)")
-ATOMICS = ("{count:,} atomicAdd calls on *total for {blocks:,} blocks of 256 threads: the rule is one atomicAdd "
-           "per block, after the block's shared-memory reduction. The sum comes out right (performance, not "
-           "correctness): every atomicAdd on one address waits for the one before it, so one per element makes "
-           "the GPU add the whole vector one value at a time")
+DIVIDE_BY_ZERO = ("a dangling vertex divided by its out-degree 0 (got inf or NaN): its contribution must "
+                  "be 0")
+SEVERAL_THREADS = ("{what} is stored by several threads (threads {a} and {b}; {count:,} elements so): one "
+                   "thread per vertex; the others repeat its work (performance, not correctness)")
+ATOMICS = ("{count:,} atomicAdd calls on *total for {blocks:,} blocks of 256 threads: the rule is one "
+           "atomicAdd per block, after the block's shared-memory reduction. The sum comes out right "
+           "(performance, not correctness): every atomicAdd on one address waits for the one before it, so "
+           "one per element makes the GPU add the whole vector one value at a time")
+
+
+BARE_SUM = ("new rank = d * (the sum of the in-neighbours' contributions) + (d * dangling_mass + 1 - d) / "
+            "n; with d = 1 and no dangling mass, the bare sum")
 
 
 def hard_coded(d: float) -> str:
-    return (f"the damping factor is hard-coded: your result is what d = 0.85 gives, but this launch passes "
+    return ("the damping factor is hard-coded: your result is what d = 0.85 gives, but this launch passes "
             f"d = {d:.3f}; use the d argument")
 
 
@@ -49,8 +54,8 @@ def _push_values(dc: DeviceCase, got_full, again_full) -> None:
                                         weights=dc.contrib_host[has], minlength=n + PAD)
     for guess, cause in ((past, "wrong row bounds: each source also adds to the first out-link of the next "
                                 "vertex (the loop must stop before out_offsets[u + 1])"),
-                         (short, "wrong row bounds: each source misses its last out-link (the loop stops one "
-                                 "early)")):
+                         (short, "wrong row bounds: each source misses its last out-link (the loop stops "
+                                 "one early)")):
         if not np.array_equal(guess, expected_full) and np.array_equal(got_full, guess):
             v = first_difference(got_full, expected_full)
             raise Wrong(f"vertex {v}: expected {expected_full[v]:.9g}, got {got_full[v]:.9g}", cause)
@@ -59,14 +64,16 @@ def _push_values(dc: DeviceCase, got_full, again_full) -> None:
         i = n + int(written[0])
         raise Wrong(f"element {i} received {got_full[i]:.9g} (the graph has {n:,} vertices, so the last is "
                     f"{n - 1}; the elements past it start at 0)",
-                    "threads past the last vertex pushed rank: the bounds check (u < n) is missing or off by one")
+                    "threads past the last vertex pushed rank: the bounds check (u < n) is missing or off "
+                    "by one")
     if not got_full[:n].any() and dc.expected.any():
-        raise Wrong(f"every element is 0; vertex {int(np.argmax(dc.expected))} should be {dc.expected.max():.9g}",
+        raise Wrong(f"every element is 0; vertex {int(np.argmax(dc.expected))} should be "
+                    f"{dc.expected.max():.9g}",
                     "nothing was added: every out-link's share must reach its target")
     if not np.array_equal(got_full, again_full):
         v = int(np.flatnonzero(got_full != again_full)[0])
-        raise Wrong(f"vertex {v}: {got_full[v]:.9g} in one launch, {again_full[v]:.9g} in the next (with these "
-                    "inputs every correct order of additions gives the same bits)", RACE)
+        raise Wrong(f"vertex {v}: {got_full[v]:.9g} in one launch, {again_full[v]:.9g} in the next (with "
+                    "these inputs every correct order of additions gives the same bits)", RACE)
     bad, where = worst_vertex(graph, dc.expected, got_full[:n], 0.0)
     degree = graph.in_degree
     if (got_full[:n][bad] < dc.expected[bad]).all() and (degree[bad] > 1).all():
@@ -74,15 +81,16 @@ def _push_values(dc: DeviceCase, got_full, again_full) -> None:
     raise Wrong(where, "each source u adds rank[u] / out_degree[u] to every vertex it links to")
 
 
-def check_push_atomic(code: str, seed=None, quiet: bool = False, time_limit: float = GPU_TIME_LIMIT) -> Report:
+def check_push_atomic(code: str, seed=None, quiet: bool = False,
+                      time_limit: float = GPU_TIME_LIMIT) -> Report:
     """Exercise 11: push_rank(out_offsets, out_targets, out_degree, rank, pulled, n), one thread per source
     vertex, 256 per block, into a zeroed ``pulled`` (zeros past the end too: a stray add shows there)."""
     seed = fresh_seed(seed)
     rng, spec = np.random.default_rng(seed), KERNELS["check_push_atomic"]
 
-    def check(device, graph):
+    def check(device, probe, graph):
         kernel, dc = compiled(device, code, spec), DeviceCase(graph, rng)
-        n, ins, probe = dc.n, graph_inputs(device, dc, spec), probe_kernel(device, code, spec)
+        n, ins = dc.n, graph_inputs(device, dc, spec)
 
         def args(arrays, out):
             return tuple(arrays[name] for name in spec.inputs) + (out, np.int32(n))
@@ -94,7 +102,8 @@ def check_push_atomic(code: str, seed=None, quiet: bool = False, time_limit: flo
                     probe_launch(device, probe, ins, grid, block, args, [n + PAD])
         return None
 
-    return checker("check_push_atomic", code, seed, quiet, time_limit, [(g.name, g) for g in gpu_graphs(rng)], check)
+    return checker("check_push_atomic", code, seed, quiet, time_limit,
+                   [(g.name, g) for g in gpu_graphs(rng)], check)
 
 
 # --- 12: contributions and the dangling share ------------------------------------------------------
@@ -106,19 +115,19 @@ def check_contributions_split(code: str, seed=None, quiet: bool = False,
     seed = fresh_seed(seed)
     rng, spec = np.random.default_rng(seed), KERNELS["check_contributions_split"]
 
-    def check(device, graph):
+    def check(device, probe, graph):
         kernel, n = compiled(device, code, spec), graph.num_vertices
         dc = DeviceCase(graph, rng)
         rank = random_ranks(rng, n).astype(np.float32)
         ins = Inputs(device, {"rank": (padded(rank, PAD_UNITS * UNIT, np.float32), n),
                               "out_degree": (dc.host["out_degree"], n)})
-        probe = probe_kernel(device, code, spec)
 
         def args(arrays, contrib, dangling_rank):
             return arrays["rank"], arrays["out_degree"], contrib, dangling_rank, np.int32(n)
 
         degree, dangling = graph.out_degree, graph.dangling
-        want = {"contrib": np.where(dangling, 0.0, (rank / np.maximum(degree, 1).astype(np.float32)).astype(np.float64)),
+        divided = (rank / np.maximum(degree, 1).astype(np.float32)).astype(np.float64)
+        want = {"contrib": np.where(dangling, 0.0, divided),
                 "dangling_rank": np.where(dangling, rank, 0.0).astype(np.float64)}
         for grid, block in grids(n):
             with launched(grid, block):
@@ -136,7 +145,8 @@ def check_contributions_split(code: str, seed=None, quiet: bool = False,
                     several(lowest, highest, np.arange(n), SEVERAL_THREADS, name)
         return None
 
-    return checker("check_contributions_split", code, seed, quiet, time_limit, [(g.name, g) for g in gpu_graphs(rng)],
+    return checker("check_contributions_split", code, seed, quiet, time_limit,
+                   [(g.name, g) for g in gpu_graphs(rng)],
                    check)
 
 
@@ -153,7 +163,8 @@ def _contributions(graph, name: str, got_full: np.ndarray, want: np.ndarray) -> 
         v = int(np.flatnonzero(np.isnan(got))[0])
         kind = "a dangling vertex" if dangling[v] else "a vertex with out-links"
         raise Wrong(f"{name}[{v}] never written ({kind}; {int(np.isnan(got).sum())} such)",
-                    NEVER_WRITTEN + ("; dangling vertices must store 0 (or their rank)" if dangling[v] else ""))
+                    NEVER_WRITTEN + ("; dangling vertices must store 0 (or their rank)" if dangling[v]
+                                     else ""))
     bad, where = worst_vertex(graph, want, got, 2 * EPS32 * np.abs(want))
     if bad.any():
         raise Wrong(f"{name}: {where}", "contrib is rank / out-degree for vertices with out-links, 0 for "
@@ -193,10 +204,11 @@ def check_l1_change(code: str, seed=None, quiet: bool = False, time_limit: float
     rng, spec = np.random.default_rng(seed), KERNELS["check_l1_change"]
     sizes = [1, 255, 257, 4_099 + 2 * int(rng.integers(0, 50)), 1_000_003 + 2 * int(rng.integers(0, 500))]
 
-    def check(device, n):
-        kernel, probe = compiled(device, code, spec), probe_kernel(device, code, spec)
+    def check(device, probe, n):
+        kernel = compiled(device, code, spec)
         old = rng.integers(0, 2**20, n) * 2.0 ** -30                # exact in float32, and so are the
-        new = old + rng.integers(1, 16, n) * rng.choice([-1, 1], n) * 2.0 ** -30      # differences and their sums
+        steps = rng.integers(1, 16, n) * rng.choice([-1, 1], n)          # differences and their sums
+        new = old + steps * 2.0 ** -30
         expected = float(np.abs(new - old).sum())
         ins = Inputs(device, {"new_rank": (padded(new, STRAY, np.float32), n),
                               "old_rank": (padded(old, 0.0, np.float32), n)})
@@ -225,24 +237,26 @@ def check_l1_change(code: str, seed=None, quiet: bool = False, time_limit: float
             back = np.asarray(device.get(total), dtype=np.float32)
             probed_total, count = float(back[0]), int(back.view(np.uint32)[SPAN])
             if probed_total != got and not (np.isnan(probed_total) and np.isnan(got)):
-                raise Wrong(f"{detail} in a normal launch, {probed_total:.9g} with shared memory filled with NaN "
-                            "before the launch", SHARED_UNSET)
-        if np.isnan(got):                   # the inputs are finite: a NaN came from memory the kernel never wrote
+                raise Wrong(f"{detail} in a normal launch, {probed_total:.9g} with shared memory filled "
+                            "with NaN before the launch", SHARED_UNSET)
+        if np.isnan(got):                   # the inputs are finite: a NaN came from memory never written
             raise Wrong(detail, SHARED_UNSET)
         if got != again:
             raise Wrong(f"{detail}, then {again:.9g} in the next launch", RACE + " (one per block)")
         if got != expected:
             _l1_wrong(detail, got, expected, new, old, n)
         if more != expected:
-            _l1_wrong(f"{need + 2:,} blocks of 256 threads (two more than needed): expected {expected:.9g}, got "
-                      f"{more:.9g}", more, expected, new, old, n)
+            _l1_wrong(f"{need + 2:,} blocks of 256 threads (two more than needed): expected {expected:.9g}, "
+                      f"got {more:.9g}", more, expected, new, old, n)
         if probe is not None:
             ins.reads_in_bounds(reads)
             if count > need:
-                raise Wrong(f"{count:,} atomicAdd calls for {need:,} blocks", ATOMICS.format(count=count, blocks=need))
+                raise Wrong(f"{count:,} atomicAdd calls for {need:,} blocks",
+                            ATOMICS.format(count=count, blocks=need))
         return None
 
-    return checker("check_l1_change", code, seed, quiet, time_limit, [(f"n = {n:,}", n) for n in sizes], check)
+    return checker("check_l1_change", code, seed, quiet, time_limit, [(f"n = {n:,}", n) for n in sizes],
+                   check)
 
 
 # --- 21: the fused update ------------------------------------------------------------------------------
@@ -255,12 +269,13 @@ def _next_contributions(graph, new_contrib: np.ndarray, got: np.ndarray) -> None
         raise Wrong(f"new_contrib[{v}] = {new_contrib[v]} (vertex {v} has out-degree {graph.out_degree[v]})",
                     DIVIDE_BY_ZERO)
     if np.isnan(new_contrib[:n]).any():
-        raise Wrong(f"new_contrib[{int(np.flatnonzero(np.isnan(new_contrib[:n]))[0])}] never written", NEVER_WRITTEN)
+        v = int(np.flatnonzero(np.isnan(new_contrib[:n]))[0])
+        raise Wrong(f"new_contrib[{v}] never written", NEVER_WRITTEN)
     want = np.where(graph.dangling, 0.0, got / np.maximum(graph.out_degree, 1))
     bad, where = worst_vertex(graph, want, new_contrib[:n], 2 * EPS32 * want)
     if bad.any():
-        raise Wrong(f"new_contrib of {where}", "the next contribution is the NEW rank / out-degree (0 for a dangling "
-                                               "vertex)")
+        raise Wrong(f"new_contrib of {where}", "the next contribution is the NEW rank / out-degree (0 for "
+                                               "a dangling vertex)")
 
 
 def _formula(graph, got: np.ndarray, pulled: np.ndarray, d: float, mass: float) -> None:
@@ -271,29 +286,33 @@ def _formula(graph, got: np.ndarray, pulled: np.ndarray, d: float, mass: float) 
         return
     where = f"d = {d:.3f}, dangling mass {mass:.4g}: new_rank of {where}"
     variants = {DANGLING_LOST: d * pulled + (1 - d) / n,
-                "the dangling share is not damped: every vertex gets d * dangling_mass / n, not dangling_mass / n":
+                "the dangling share is not damped: every vertex gets d * dangling_mass / n, not "
+                "dangling_mass / n":
                     d * pulled + (mass + 1 - d) / n,
-                "ranks not summing to 1: the teleport term is (1 - d) / n per vertex and the dangling share "
-                "d * mass / n": d * pulled + d * mass + 1 - d,
-                "ranks not summing to 1: the teleport term (1 - d) is shared by the n vertices, (1 - d) / n each":
+                "ranks not summing to 1: the teleport term is (1 - d) / n per vertex and the dangling "
+                "share d * mass / n": d * pulled + d * mass + 1 - d,
+                "ranks not summing to 1: the teleport term (1 - d) is shared by the n vertices, (1 - d) / "
+                "n each":
                     d * pulled + d * mass / n + 1 - d,
                 hard_coded(d): 0.85 * pulled + (0.85 * mass + 0.15) / n}
     for cause, variant in variants.items():
         if np.allclose(got, variant, rtol=1e-5, atol=0):
             raise Wrong(where, cause)
-    raise Wrong(where, "new rank = d * (sum of the in-neighbours' contributions) + (d * dangling_mass + 1 - d) / n")
+    raise Wrong(where, "new rank = d * (sum of the in-neighbours' contributions) + (d * dangling_mass + 1 "
+                       "- d) / n")
 
 
 def _whole_pagerank(device, kernel, ins: Inputs, graph, args) -> str:
     """Run a whole PageRank with the student's kernel; Wrong when it ends far from the reference."""
     n = graph.num_vertices
     ranks = np.full(n, 1.0 / n, dtype=np.float32)
-    contrib = device.put(padded(np.where(graph.dangling, 0.0, 1.0 / n / np.maximum(graph.out_degree, 1)), 0.0,
-                                np.float32))
+    start = np.where(graph.dangling, 0.0, 1.0 / n / np.maximum(graph.out_degree, 1))
+    contrib = device.put(padded(start, 0.0, np.float32))
     for iterations in range(1, 1001):
         outputs = output(device, n + PAD), output(device, n + PAD)
         mass = float(ranks[graph.dangling].astype(np.float64).sum())
-        device.launch(kernel, blocks(n), (BLOCK,), args(ins.dev | {"contrib": contrib}, mass, REF.DAMPING, *outputs))
+        arrays = ins.dev | {"contrib": contrib}
+        device.launch(kernel, blocks(n), (BLOCK,), args(arrays, mass, REF.DAMPING, *outputs))
         new_rank, contrib = device.get(outputs[0]).astype(np.float64), outputs[1]
         change = float(np.abs(new_rank[:n] - ranks).sum())
         ranks = new_rank[:n].astype(np.float32)
@@ -301,12 +320,14 @@ def _whole_pagerank(device, kernel, ins: Inputs, graph, args) -> str:
             break
     distance = REF.l1_distance(ranks, REF.pagerank(graph, tol=1e-10).ranks)
     if distance > 1e-5:
-        raise Wrong(f"a whole PageRank with your kernel ends {distance:.3g} (L1) from the reference, "
-                    f"sum {float(ranks.astype(np.float64).sum()):.7f}", "the update is wrong")
-    return f"a whole PageRank with your kernel: {iterations} iterations to L1 < 1e-6, {distance:.1e} from the reference"
+        raise Wrong(f"a whole PageRank with your kernel ends {distance:.3g} (L1) from the reference, sum "
+                    f"{float(ranks.astype(np.float64).sum()):.7f}", "the update is wrong")
+    return (f"a whole PageRank with your kernel: {iterations} iterations to L1 < 1e-6, {distance:.1e} from "
+            "the reference")
 
 
-def check_fused_update(code: str, seed=None, quiet: bool = False, time_limit: float = GPU_TIME_LIMIT) -> Report:
+def check_fused_update(code: str, seed=None, quiet: bool = False,
+                       time_limit: float = GPU_TIME_LIMIT) -> Report:
     """Exercise 21: fused_update(in_offsets, in_sources, out_degree, contrib, dangling_mass, d, new_rank,
     new_contrib, n), one thread per vertex, 256 per block: the sum, the new rank and the next contribution
     in one launch. A launch with d = 1 and no dangling mass makes new_rank the bare sum, compared bit for
@@ -315,9 +336,9 @@ def check_fused_update(code: str, seed=None, quiet: bool = False, time_limit: fl
     seed = fresh_seed(seed)
     rng, spec = np.random.default_rng(seed), KERNELS["check_fused_update"]
 
-    def check(device, graph):
+    def check(device, probe, graph):
         kernel, dc = compiled(device, code, spec), DeviceCase(graph, rng)
-        n, ins, probe = dc.n, graph_inputs(device, dc, spec), probe_kernel(device, code, spec)
+        n, ins = dc.n, graph_inputs(device, dc, spec)
 
         def args(arrays, mass, d, new_rank, new_contrib):
             return (arrays["in_offsets"], arrays["in_sources"], arrays["out_degree"], arrays["contrib"],
@@ -334,15 +355,14 @@ def check_fused_update(code: str, seed=None, quiet: bool = False, time_limit: fl
                 exact_rank, exact_contrib = launch(grid, 0.0, 1.0)
                 for name, got_full in (("new_rank", exact_rank), ("new_contrib", exact_contrib)):
                     if not np.isnan(got_full[n:]).all():
-                        raise Wrong(f"{name}[{n + int(np.flatnonzero(~np.isnan(got_full[n:]))[0])}] was written; "
-                                    f"the last vertex is {n - 1}", PAST_THE_END)
+                        i = n + int(np.flatnonzero(~np.isnan(got_full[n:]))[0])
+                        raise Wrong(f"{name}[{i}] was written; the last vertex is {n - 1}", PAST_THE_END)
                 if not np.isnan(exact_rank[:n]).any() and \
                         np.allclose(exact_rank[:n], 0.85 * dc.expected + 0.15 / n, rtol=1e-6, atol=0):
-                    raise Wrong("with d = 1 and no dangling mass, new_rank[v] should be the bare sum over in-links",
+                    raise Wrong("with d = 1 and no dangling mass, new_rank[v] should be the bare sum over "
+                                "in-links",
                                 hard_coded(1.0))
-                check_sums(dc, exact_rank, hint="new rank = d * (the sum of the in-neighbours' contributions) + "
-                                                "(d * dangling_mass + 1 - d) / n; with d = 1 and no dangling mass, "
-                                                "the bare sum")
+                check_sums(dc, exact_rank, hint=BARE_SUM)
                 _next_contributions(graph, exact_contrib, exact_rank[:n])
         # 2. a random d and the real dangling mass: the formula (only its few operations round)
         d, mass = float(np.float32(rng.uniform(0.6, 0.95))), float(np.float32(rng.uniform(0.05, 0.5)))
@@ -358,4 +378,5 @@ def check_fused_update(code: str, seed=None, quiet: bool = False, time_limit: fl
                 several(lowest, highest, np.arange(n), SEVERAL_THREADS, name)
         return _whole_pagerank(device, kernel, ins, graph, args) if n >= 1000 else None
 
-    return checker("check_fused_update", code, seed, quiet, time_limit, [(g.name, g) for g in gpu_graphs(rng)], check)
+    return checker("check_fused_update", code, seed, quiet, time_limit,
+                   [(g.name, g) for g in gpu_graphs(rng)], check)

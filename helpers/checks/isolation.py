@@ -40,8 +40,11 @@ MESSAGE_LIMIT = 1 << 30          # bytes: a larger message from the child is ref
 LIST_LIMIT = 1 << 24             # items of a returned list or tuple sent back
 DEPTH_LIMIT = 4                  # nesting of returned tuples and lists sent back
 NUMERIC_KINDS = "biufcmM"
-IN_PROCESS = ("your function runs inside the checker's process here (this system cannot fork a child process "
-              "for it): the checker compares its own arrays before and after each call instead")
+CUDA_IN_CHILD = ("your code raised an error on this input: it uses CUDA (CuPy), which cannot run in the "
+                 "child process the checker runs your function in once this notebook has used the GPU; the "
+                 "CPU exercises take NumPy code (keep the GPU for the GPU exercises' kernels)")
+IN_PROCESS = ("your function runs inside the checker's process here (this system cannot fork a child "
+              "process for it): the checker compares its own arrays before and after each call instead")
 
 
 @dataclass
@@ -218,13 +221,15 @@ def _child(fd: int, function, calls, inputs) -> None:
 # --- the parent ----------------------------------------------------------------------------------
 
 class _Reader:
-    """Length-prefixed messages from the child, read with a deadline (a half-written message never blocks)."""
+    """Length-prefixed messages from the child, read with a deadline (a half-written message never
+    blocks)."""
 
     def __init__(self, fd: int):
         self.fd, self.buffer, self.closed = fd, bytearray(), False
 
     def next(self, timeout: float):
-        """The next message, None when none is complete within ``timeout`` s; EOFError once the child has gone."""
+        """The next message, None when none is complete within ``timeout`` s; EOFError once the child has
+        gone."""
         end = time.monotonic() + max(timeout, 0.0)
         while True:
             if len(self.buffer) >= 8:
@@ -256,18 +261,19 @@ def _ended(process, current: int) -> Wrong:
         except ValueError:
             name = f"signal {-code}"
         return Wrong(f"the process running your function was killed by {name} during call {current + 1}",
-                     "your function crashed the process running it (a fault in compiled code, or the system ran "
-                     "out of memory): look for an index past an array's end in code that NumPy does not check "
-                     "(ctypes, numba) or an array far too large", stop=True)
+                     "your function crashed the process running it (a fault in compiled code, or the "
+                     "system ran out of memory): look for an index past an array's end in code that NumPy "
+                     "does not check (ctypes, numba) or an array far too large", stop=True)
     return Wrong(f"the process running your function ended (exit status {code}) during call {current + 1}",
-                 "your function ended the process running it (os._exit, os.kill or a closed pipe): a function "
-                 "must return its result", stop=True)
+                 "your function ended the process running it (os._exit, os.kill or a closed pipe): a "
+                 "function must return its result", stop=True)
 
 
 def _run_forked(function, calls, inputs, time_limit, output: Output) -> Results:
     results = Results([None] * len(calls), [None] * len(calls))
     read_fd, write_fd = os.pipe()
-    process = multiprocessing.get_context("fork").Process(target=_child, args=(write_fd, function, calls, inputs),
+    process = multiprocessing.get_context("fork").Process(target=_child,
+                                                          args=(write_fd, function, calls, inputs),
                                                           daemon=True)
     with warnings.catch_warnings():                 # Python 3.12+ warns about forking a threaded process
         warnings.simplefilter("ignore", DeprecationWarning)
@@ -300,8 +306,9 @@ def _run_forked(function, calls, inputs, time_limit, output: Output) -> Results:
             else:                                        # "broken": the checker's code failed in the child
                 results.stopped_at = current
                 results.stop = Wrong(f"the process running your function stopped: {message[1]}",
-                                     "the checker could not run your function (if your code did not replace "
-                                     "Python's own modules, this is a bug in the checker: please report it)",
+                                     "the checker could not run your function (if your code did not "
+                                     "replace Python's own modules, this is a bug in the checker: please "
+                                     "report it)",
                                      stop=True)
                 break
     finally:
@@ -321,6 +328,8 @@ def _store(results: Results, values, given, shared) -> None:
     for i, data in enumerate(values):
         if data[0] == "error":
             results.errors[i] = wrong_for(str(data[1]), str(data[2]))
+            if data[1] == "error" and "cuda" in str(data[2]).lower():
+                results.errors[i].cause = CUDA_IN_CHILD
         else:
             results.values[i] = decode(data)
     results.inputs = {name: decode(data) for name, data in given.items()}
@@ -337,7 +346,8 @@ def _run_here(function, calls, inputs, guard, time_limit, output: Output) -> Res
     outcomes = []
     for i, each in enumerate(calls):
         try:
-            outcomes.append((True, call(function, *each.args, time_limit=time_limit, output=output, **each.kwargs)))
+            value = call(function, *each.args, time_limit=time_limit, output=output, **each.kwargs)
+            outcomes.append((True, value))
         except TimedOut as wrong:
             results.stopped_at, results.stop = i, wrong
             break
@@ -353,16 +363,17 @@ def _run_here(function, calls, inputs, guard, time_limit, output: Output) -> Res
         results.stopped_at = 0
         results.stop = Wrong("the checker's own copies of the inputs changed while your function ran",
                              "your function reached into the checker's arrays (through the call stack: "
-                             "sys._getframe, inspect); it must work only on the arguments it is given", stop=True)
+                             "sys._getframe, inspect); it must work only on the arguments it is given",
+                             stop=True)
     return results
 
 
 def run_calls(function, calls: list[Call], *, inputs=None, guard=(), time_limit: float | None,
               output: Output) -> Results:
-    """Every call of ``function``, in order, apart from the checker (see the module's docstring). ``inputs()``
-    is evaluated after the last call, where the calls ran, and names the arrays to send back (the inputs as
-    the calls left them); ``guard`` lists the checker's own arrays, compared before and after the calls when
-    they run in this process. What the code prints goes to ``output``."""
+    """Every call of ``function``, in order, apart from the checker (see the module's docstring).
+    ``inputs()`` is evaluated after the last call, where the calls ran, and names the arrays to send back
+    (the inputs as the calls left them); ``guard`` lists the checker's own arrays, compared before and
+    after the calls when they run in this process. What the code prints goes to ``output``."""
     if CAN_FORK:
         return _run_forked(function, calls, inputs, time_limit, output)
     return _run_here(function, calls, inputs, guard, time_limit, output)

@@ -95,11 +95,11 @@ def error_record(error: BaseException, function) -> tuple[str, str]:
 def wrong_for(kind: str, detail: str) -> Wrong:
     """The failure an error record stands for (see ``error_record``)."""
     if kind == "exit":
-        return Wrong(detail, "your function called sys.exit() (or exit(), quit()), which would end the whole "
-                             "program (in Jupyter, the kernel): return the result instead")
+        return Wrong(detail, "your function called sys.exit() (or exit(), quit()), which would end the "
+                             "whole program (in Jupyter, the kernel): return the result instead")
     if kind == "interrupt":
-        return Wrong(detail, "your function raised KeyboardInterrupt itself (nobody pressed Ctrl-C): a function "
-                             "must return its result, not raise it")
+        return Wrong(detail, "your function raised KeyboardInterrupt itself (nobody pressed Ctrl-C): a "
+                             "function must return its result, not raise it")
     if kind == "todo":
         return Wrong(detail, NOT_WRITTEN_YET, stop=True)
     return Wrong(detail, "your code raised an error on this input")

@@ -26,41 +26,41 @@ COLLECTIVES = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_
                "__ballot_sync", "__all_sync", "__any_sync", "__match_any_sync", "__match_all_sync"}
 BARRIERS = {"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"}
 SYNCS = BARRIERS | {"__syncwarp"}
-BLOCK_ATOMICS = {f"atomic{op}_block" for op in ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "CAS", "And",
-                                                 "Or", "Xor")}
-ACTIVEMASK = ("__activemask() used as a mask: it reports which lanes happen to run together at that moment, "
-              "not which lanes must take part, so after any divergence lanes that reach the shuffle a moment "
-              "later are left out and what is read from them is undefined; use 0xffffffff with every lane "
-              "reaching the shuffle (or a mask from __ballot_sync taken before the branch)")
-PARTIAL = ("the mask {mask} leaves out lanes that reach this {call} too: a lane outside the mask that executes "
-           "it, or whose value is read, is undefined behaviour")
-AFTER_RETURN = ("a {call} after some lanes of the warp may have returned (line {line}): lanes that returned do "
-                "not take part, yet the mask names them, and the values read from them are undefined; let every "
-                "lane reach the {call} (guard the work, not the shuffle)")
-DIVERGENT = ("a {call} inside code that only some lanes of the warp run (the condition on line {line} differs "
-             "between lanes): the mask names lanes that never arrive; move the {call} out of the branch or loop "
-             "so that every lane executes it")
-NO_SYNC = ("steps of a shared-memory reduction with no __syncwarp() or __syncthreads() between them (also on "
-           "line {line}): since Volta the lanes of a warp are not in lockstep, so a lane can read a partial sum "
-           "before another lane has written it (volatile does not order them)")
-UB = (" — undefined behaviour since Volta's independent thread scheduling: it usually gives the right numbers "
-      "on today's GPUs, and can break on another GPU, driver or compiler")
-BARRIER_DIVERGENT = ("a {call} inside code that only part of the block runs (the condition on line {line} differs "
-                     "between the threads of a block): every thread of the block must reach each barrier, or the "
-                     "block can hang or go on before the others have written; move the barrier out of the branch "
-                     "or loop (guard the work, not the barrier)")
-BARRIER_AFTER_RETURN = ("a {call} after some threads of the block may have returned (line {line}): every thread of "
-                        "the block must reach each barrier; instead of returning, let those threads take part with "
-                        "a neutral value (0 past n) and skip only the work")
-BLOCK_UB = (" — undefined behaviour: it may give the right numbers on one GPU and hang or read partial values on "
-            "another")
-BLOCK_ATOMIC = ("{call} on {target}, which other blocks update too: a _block atomic is atomic only among the "
-                "threads of one block, so updates from two blocks to one element can be lost (a race that the "
-                "usual launches may not show); use {plain}")
-LANE_STRIDE = ("the lanes do not stride the in-links by {stride} as the exercise prescribes (this loop steps by "
-               "{got}): lane l must take in-links l, l + {stride}, ..., so that the lanes of a warp read "
-               "consecutive in_sources together (one coalesced load); contiguous chunks per lane, or any other "
-               "split, can give the right sums but scatter every load")
+BLOCK_ATOMICS = {f"atomic{op}_block" for op in ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "CAS",
+                                                 "And", "Or", "Xor")}
+ACTIVEMASK = ("__activemask() used as a mask: it reports which lanes happen to run together at that "
+              "moment, not which lanes must take part, so after any divergence lanes that reach the "
+              "shuffle a moment later are left out and what is read from them is undefined; use 0xffffffff "
+              "with every lane reaching the shuffle (or a mask from __ballot_sync taken before the branch)")
+PARTIAL = ("the mask {mask} leaves out lanes that reach this {call} too: a lane outside the mask that "
+           "executes it, or whose value is read, is undefined behaviour")
+AFTER_RETURN = ("a {call} after some lanes of the warp may have returned (line {line}): lanes that "
+                "returned do not take part, yet the mask names them, and the values read from them are "
+                "undefined; let every lane reach the {call} (guard the work, not the shuffle)")
+DIVERGENT = ("a {call} inside code that only some lanes of the warp run (the condition on line {line} "
+             "differs between lanes): the mask names lanes that never arrive; move the {call} out of the "
+             "branch or loop so that every lane executes it")
+NO_SYNC = ("steps of a shared-memory reduction with no __syncwarp() or __syncthreads() between them (also "
+           "on line {line}): since Volta the lanes of a warp are not in lockstep, so a lane can read a "
+           "partial sum before another lane has written it (volatile does not order them)")
+UB = (" — undefined behaviour since Volta's independent thread scheduling: it usually gives the right "
+      "numbers on today's GPUs, and can break on another GPU, driver or compiler")
+BARRIER_DIVERGENT = ("a {call} inside code that only part of the block runs (the condition on line {line} "
+                     "differs between the threads of a block): every thread of the block must reach each "
+                     "barrier, or the block can hang or go on before the others have written; move the "
+                     "barrier out of the branch or loop (guard the work, not the barrier)")
+BARRIER_AFTER_RETURN = ("a {call} after some threads of the block may have returned (line {line}): every "
+                        "thread of the block must reach each barrier; instead of returning, let those "
+                        "threads take part with a neutral value (0 past n) and skip only the work")
+BLOCK_UB = (" — undefined behaviour: it may give the right numbers on one GPU and hang or read partial "
+            "values on another")
+BLOCK_ATOMIC = ("{call} on {target}, which other blocks update too: a _block atomic is atomic only among "
+                "the threads of one block, so updates from two blocks to one element can be lost (a race "
+                "that the usual launches may not show); use {plain}")
+LANE_STRIDE = ("the lanes do not stride the in-links by {stride} as the exercise prescribes (this loop "
+               "steps by {got}): lane l must take in-links l, l + {stride}, ..., so that the lanes of a "
+               "warp read consecutive in_sources together (one coalesced load); contiguous chunks per "
+               "lane, or any other split, can give the right sums but scatter every load")
 
 
 @dataclass(frozen=True)
@@ -118,9 +118,9 @@ def _hazard(lines: list[str], line: int, cause: str) -> Hazard:
 
 
 def _walk(fn: Function, uni: Uniformity, site) -> None:
-    """Call ``site(call, line, divergent, returns)`` for every call in the function: ``divergent`` is the line
-    of the innermost condition that differs between threads (None where all run), ``returns`` the lines of
-    returns taken by some threads only, before this point."""
+    """Call ``site(call, line, divergent, returns)`` for every call in the function: ``divergent`` is the
+    line of the innermost condition that differs between threads (None where all run), ``returns`` the
+    lines of returns taken by some threads only, before this point."""
     returns: list[int] = []
 
     def sites(expression, line: int, divergent: int | None) -> None:
@@ -163,7 +163,8 @@ def _mask(node, constants: dict[str, int], assigned: dict[str, list]) -> tuple[s
     value = number(node)
     if value is None and node[0] == "id":
         value = constants.get(node[1])
-        if value is None and any(v[0] == "call" and v[1] == "__activemask" for v in assigned.get(node[1], [])):
+        sources = assigned.get(node[1], [])
+        if value is None and any(v[0] == "call" and v[1] == "__activemask" for v in sources):
             return "active", None
     if node[0] == "call" and node[1] == "__activemask":
         return "active", None
@@ -214,7 +215,8 @@ def _block_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Ha
         if name in BARRIERS or name in helpers:
             shown = f"{name}()" if name in BARRIERS else f"call of {name}() (it waits at a __syncthreads())"
             if divergent is not None:
-                hazards.append(_hazard(lines, line, BARRIER_DIVERGENT.format(call=shown, line=divergent) + BLOCK_UB))
+                cause = BARRIER_DIVERGENT.format(call=shown, line=divergent)
+                hazards.append(_hazard(lines, line, cause + BLOCK_UB))
             elif returns:
                 hazards.append(_hazard(lines, line, BARRIER_AFTER_RETURN.format(call=shown, line=returns[0])
                                        + BLOCK_UB))
@@ -222,8 +224,9 @@ def _block_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Ha
             ids = {sub[1] for sub in walk(call[2][0]) if sub[0] == "id"}
             if not ids & shared and "blockIdx" not in ids:
                 target = next((i for i in ids if i in fn.params), None) or "global memory"
-                hazards.append(_hazard(lines, line, BLOCK_ATOMIC.format(call=f"{name}()", target=target,
-                                                                         plain=name[:-len("_block")] + "()")))
+                plain = name[:-len("_block")] + "()"
+                cause = BLOCK_ATOMIC.format(call=f"{name}()", target=target, plain=plain)
+                hazards.append(_hazard(lines, line, cause))
 
     _walk(fn, uni, site)
     return hazards
@@ -232,8 +235,8 @@ def _block_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Ha
 # --- the lane stride an exercise prescribes ----------------------------------------------------------
 
 def _loop_step(node: Node) -> tuple[str, object] | None:
-    """(variable, stride expression) of a loop's increment: ``k += s``, ``k = k + s``, ``++k``, ``k++``; for a
-    while loop, the increment among its body's statements of a variable its condition reads."""
+    """(variable, stride expression) of a loop's increment: ``k += s``, ``k = k + s``, ``++k``, ``k++``;
+    for a while loop, the increment among its body's statements of a variable its condition reads."""
     candidates = [parse_expression(node.step)] if node.step else []
     if not node.step and node.body and node.body[0] is not None:
         body = node.body[0].body if node.body[0].kind == "block" else [node.body[0]]
@@ -288,7 +291,8 @@ def _assignments(node: Node, found: dict[str, list]) -> dict[str, list]:
 def _lane_strides(fn: Function, prescribed: str, row: str, lines: list[str]) -> list[Hazard]:
     constants = constants_of(fn)
     everywhere = _assignments(fn.body, {})
-    aliases = {name: values[0] for name, values in everywhere.items() if len(values) == 1 and values[0][0] == "id"}
+    aliases = {name: values[0] for name, values in everywhere.items()
+               if len(values) == 1 and values[0][0] == "id"}
     hazards: list[Hazard] = []
 
     def ids(expression) -> set[str]:
@@ -307,11 +311,13 @@ def _lane_strides(fn: Function, prescribed: str, row: str, lines: list[str]) -> 
                 assigned = _assignments(loop.body[0], {})
                 depends = {var}
                 for _ in range(4):
-                    depends |= {name for name, values in assigned.items() if any(ids(v) & depends for v in values)}
+                    depends |= {name for name, values in assigned.items()
+                                if any(ids(v) & depends for v in values)}
                 if ids(index) & depends:
                     got = _stride(stride, constants, aliases)
-                    if got is not None and got != prescribed and not (prescribed == "32" and got == "warpSize"):
-                        hazards.append(_hazard(lines, loop.line, LANE_STRIDE.format(stride=prescribed, got=got)))
+                    if got is not None and got != prescribed:
+                        cause = LANE_STRIDE.format(stride=prescribed, got=got)
+                        hazards.append(_hazard(lines, loop.line, cause))
                     break
         if node.kind == "loop":
             step = _loop_step(node)
@@ -370,7 +376,8 @@ def _is_step(node: Node, shared: set[str], uni: Uniformity) -> bool:
         return False
     for expression in statement_expressions(node):
         for sub in walk(expression):
-            if sub[0] == "assign" and sub[2][0] == "index" and _root(sub[2]) in shared and uni.of(sub[2][2]) != U:
+            if sub[0] == "assign" and sub[2][0] == "index" and _root(sub[2]) in shared \
+                    and uni.of(sub[2][2]) != U:
                 target = repr(sub[2][2])
                 reads = [r for r in walk(sub[3]) if r[0] == "index" and _root(r) in shared]
                 if any(repr(r[2]) != target for r in reads) or (sub[1] != "=" and reads):

@@ -37,9 +37,9 @@ SOURCE = Path(_live.__file__)
 
 
 def replaced() -> list[str]:
-    """The reference functions whose private copy is not the code in ``helpers/reference.py`` (replaced before
-    ``helpers.checks`` was imported, or the file edited since); [] when all are genuine or the file cannot
-    be read (then there is nothing to compare with)."""
+    """The reference functions whose private copy is not the code in ``helpers/reference.py`` (replaced
+    before ``helpers.checks`` was imported, or the file edited since); [] when all are genuine or the file
+    cannot be read (then there is nothing to compare with)."""
     try:
         text = SOURCE.read_text(encoding="utf-8")
         module_code = compile(text, str(SOURCE), "exec", dont_inherit=True)
@@ -66,6 +66,6 @@ def refusal() -> tuple[str, str] | None:
         return None
     names = ", ".join(f"helpers.reference.{name}" for name in found)
     return (f"{names} is not the code in {SOURCE.name}",
-            "the checker's expected values come from the course's float64 reference, and this one was replaced "
-            "(or the file changed) before helpers.checks was imported: restart the kernel (Kernel > Restart, on "
-            "Colab Runtime > Restart session) and run the notebook again without replacing it")
+            "the checker's expected values come from the course's float64 reference, and this one was "
+            "replaced (or the file changed) before helpers.checks was imported: restart the kernel (Kernel "
+            "> Restart, on Colab Runtime > Restart session) and run the notebook again without replacing it")

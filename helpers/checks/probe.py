@@ -26,7 +26,7 @@ from .cuda import strip_comments
 SPAN = 1 << 18              # elements between an output and its first probe array; outputs must be shorter
 UNSET = 0xFFFFFFFF          # the lowest-writer array starts at this value: no thread stored the element
 POISON = 0x7FF80000         # written to every 32-bit word of shared memory: NaN as float and as double
-READ_SLOTS = 4              # words before a probed input: its length, bad reads, lowest bad index, lowest thread
+READ_SLOTS = 4              # words before a probed input: length, bad reads, lowest bad index and thread
 INPUT_TYPES = r"(?:unsigned\s+int|unsigned|int|float)"    # 4-byte values: one word per element
 
 PRELUDE = r"""
@@ -144,7 +144,8 @@ def probed(code: str, function: str, outputs: tuple[str, ...] = (), sums: tuple[
     renamed = code[params_start:params_end]
     setup = []
     for name, wrapper in [(n, "Out") for n in outputs] + [(n, "Sum") for n in sums]:
-        declared = list(re.finditer(rf"\bfloat\s*\*\s*((?:__restrict__|const)\s+)*({name})\s*(?=,|$)", params))
+        pattern = rf"\bfloat\s*\*\s*((?:__restrict__|const)\s+)*({name})\s*(?=,|$)"
+        declared = list(re.finditer(pattern, params))
         if len(declared) != 1:
             return None
         at = declared[0].start(2)
@@ -152,16 +153,19 @@ def probed(code: str, function: str, outputs: tuple[str, ...] = (), sums: tuple[
         params = params[:at] + f"checker_probe_{name}" + params[at + len(name):]
         setup.append(f"checker_probe::{wrapper} {name}{{checker_probe_{name}}};")
     for name in inputs:
-        declared = list(re.finditer(rf"\bconst\s+(?P<type>{INPUT_TYPES})\s*\*\s*((?:__restrict__|const)\s+)*"
-                                    rf"(?P<name>{name})\s*(?=,|$)", params))
+        pattern = (rf"(?:\bconst\s+(?P<type>{INPUT_TYPES})|\b(?P<after>{INPUT_TYPES})\s+const)"
+                   rf"\s*\*\s*((?:__restrict__|const)\s+)*(?P<name>{name})\s*(?=,|$)")
+        declared = list(re.finditer(pattern, params))
         if len(declared) != 1:
             return None
-        at, kind = declared[0].start("name"), " ".join(declared[0].group("type").split())
+        at = declared[0].start("name")
+        kind = " ".join((declared[0].group("type") or declared[0].group("after")).split())
         renamed = renamed[:at] + f"checker_probe_{name}" + renamed[at + len(name):]
         params = params[:at] + f"checker_probe_{name}" + params[at + len(name):]
         setup.append(f"checker_probe::In<{kind}> {name}{{checker_probe_{name}}};")
     shift = len(renamed) - (params_end - params_start)
-    shared = [(start + shift, end + shift, names) for start, end, names in _top_level_shared(clean, body, close)]
+    shared = [(start + shift, end + shift, names)
+              for start, end, names in _top_level_shared(clean, body, close)]
     text, body = code[:params_start] + renamed + code[params_end:], body + shift
     hoisted, poison = [], []
     for start, end, names in reversed(shared):

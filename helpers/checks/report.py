@@ -49,8 +49,10 @@ class Report:
         if self.ok:
             lines = [f"PASSED {self.exercise}: all {total} cases right (seed {self.seed})"]
         else:
-            counted = "stopped at the first error" if self.stopped else f"{len(self.failures)} of {total} cases wrong"
-            lines = [f"FAILED {self.exercise}: {counted} (seed {self.seed}; pass seed={self.seed} to repeat these cases)"]
+            counted = ("stopped at the first error" if self.stopped
+                       else f"{len(self.failures)} of {total} cases wrong")
+            lines = [f"FAILED {self.exercise}: {counted} (seed {self.seed}; pass seed={self.seed} to repeat "
+                     "these cases)"]
         lines += [f"  note: {note}" for note in self.notes]
         if self.printed or self.not_shown:
             lines.append("  your code printed:")
@@ -96,12 +98,13 @@ def worst_vertex(graph, expected, got, tol) -> tuple[np.ndarray, str]:
         return bad, ""
     v = int(np.argmax(np.where(bad, np.nan_to_num(err / np.maximum(tol, 1e-300), nan=np.inf), -1)))
     return bad, (f"vertex {v} (in-degree {int(graph.in_degree[v])}, out-degree {int(graph.out_degree[v])}): "
-                 f"expected {expected[v]:.9g}, got {got[v]:.9g}; {int(bad.sum()):,} of {graph.num_vertices:,} "
-                 f"vertices wrong")
+                 f"expected {expected[v]:.9g}, got {got[v]:.9g}; {int(bad.sum()):,} of "
+                 f"{graph.num_vertices:,} vertices wrong")
 
 
 def largest_difference(expected, got) -> str:
-    """'L1 distance 3.2e-10, largest at vertex 7: expected ..., got ...': a detail that never comes out empty."""
+    """'L1 distance 3.2e-10, largest at vertex 7: expected ..., got ...': a detail that never comes out
+    empty."""
     expected, got = np.asarray(expected, np.float64), np.asarray(got, np.float64)
     err = np.nan_to_num(np.abs(got - expected), nan=np.inf)
     v = int(np.argmax(err)) if err.size else 0
@@ -138,7 +141,8 @@ def changed(name: str, before: np.ndarray, after) -> str | None:
     if after.shape != before.shape:
         return f"{name} now has shape {after.shape} instead of {before.shape}"
     differ = np.flatnonzero(~((after == before) | (np.isnan(after) & np.isnan(before))
-                              if before.dtype.kind == "f" and after.dtype.kind == "f" else after == before).ravel())
+                              if before.dtype.kind == "f" and after.dtype.kind == "f"
+                              else after == before).ravel())
     if not differ.size:
         return None
     i = int(differ[0])
@@ -147,8 +151,10 @@ def changed(name: str, before: np.ndarray, after) -> str | None:
 
 
 def refused(exercise: str, seed: int, detail: str, cause: str, quiet: bool) -> Report:
-    """The report when what was passed to the checker cannot be checked at all (not a function, not a source)."""
-    report = Report(exercise, seed, failures=[Failure("what was passed to the checker", detail, cause)], stopped=True)
+    """The report when what was passed to the checker cannot be checked at all (not a function, not a
+    source)."""
+    report = Report(exercise, seed, failures=[Failure("what was passed to the checker", detail, cause)],
+                    stopped=True)
     if not quiet:
         print(report)
     return report
@@ -169,15 +175,17 @@ def run(exercise: str, seed: int, cases, check, quiet: bool, notes=(), output=No
             report.failures.append(Failure(name, wrong.detail, wrong.cause))
             if not wrong.stop:
                 continue
-        except Exception as error:                      # a compile error or a GPU fault: report it, never crash
+        except Exception as error:                # a compile error or a GPU fault: report it, never crash
             text = f"raised {type(error).__name__}: {str(error).strip()[:600]}"
             if "CUDA" in type(error).__name__ or "cudaError" in str(error) or "CUDA_ERROR" in str(error):
-                cause = ("the kernel read or wrote outside its arrays and the GPU context is lost: restart the "
-                         "runtime")
-            elif type(error).__name__ in ("CompileException", "CompileError") or "compile" in str(error).lower():
+                cause = ("the kernel read or wrote outside its arrays and the GPU context is lost: restart "
+                         "the runtime")
+            elif type(error).__name__ in ("CompileException", "CompileError") \
+                    or "compile" in str(error).lower():
                 cause = "the kernel does not compile"
             else:
-                cause = "the checker could not run this case (this is a bug in the checker: please report it)"
+                cause = ("the checker could not run this case (this is a bug in the checker: please report "
+                         "it)")
             report.failures.append(Failure(name, text, cause))
         report.stopped = True
         break

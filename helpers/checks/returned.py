@@ -18,16 +18,16 @@ from .report import (CHANGED_INPUT, GENERATOR, Opaque, Report, Wrong, changed, d
 
 GRAPH_ARRAYS = ("out_offsets", "out_targets", "in_offsets", "in_sources", "out_degree")
 NARROW = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32)
-SHARED_RESULT = ("state kept across calls: what your function returned was overwritten by a later call — it "
-                 "returns the same buffer every time (an array made once and filled again, or a view of one), so "
-                 "a caller that keeps a result sees it change (a power iteration that keeps the old ranks sees an "
-                 "L1 change of 0): return a new array from every call")
-YIELDED = ("the function yields instead of returning: a function that contains `yield` runs none of its body "
-           "when called and hands back a generator; return the result")
-SCALE_ONLY = ("only the largest input (more than 2**16 vertices; in a graph, a hub of more than 2**15 in-links "
-              "and n * n past 2**31) is wrong, every smaller one is right: look for an integer type too narrow "
-              "for these sizes (int16 holds at most 32,767, uint16 65,535; a key such as target * n + source "
-              "needs int64 once n * n passes 2**31 - 1)")
+SHARED_RESULT = ("state kept across calls: what your function returned was overwritten by a later call — "
+                 "it returns the same buffer every time (an array made once and filled again, or a view of "
+                 "one), so a caller that keeps a result sees it change (a power iteration that keeps the "
+                 "old ranks sees an L1 change of 0): return a new array from every call")
+YIELDED = ("the function yields instead of returning: a function that contains `yield` runs none of its "
+           "body when called and hands back a generator; return the result")
+SCALE_ONLY = ("only the largest input (more than 2**16 vertices; in a graph, a hub of more than 2**15 "
+              "in-links and n * n past 2**31) is wrong, every smaller one is right: look for an integer "
+              "type too narrow for these sizes (int16 holds at most 32,767, uint16 65,535; a key such as "
+              "target * n + source needs int64 once n * n passes 2**31 - 1)")
 
 
 def begin(function, exercise: str, seed, quiet: bool):
@@ -36,7 +36,8 @@ def begin(function, exercise: str, seed, quiet: bool):
     seed = fresh_seed(seed)
     if not callable(function):
         return refused(exercise, seed, f"the checker got {describe_value(function)}",
-                       f"pass your function itself: checks.check_{exercise}({exercise}), without calling it", quiet)
+                       f"pass your function itself: checks.check_{exercise}({exercise}), without calling it",
+                       quiet)
     replaced = pristine.refusal()
     if replaced is not None:
         return refused(exercise, seed, *replaced, quiet)
@@ -44,13 +45,15 @@ def begin(function, exercise: str, seed, quiet: bool):
 
 
 def cpu_graphs(rng) -> list[Graph]:
-    """Tiny named graphs, two fresh random ones with dangling and isolated vertices and a hub, and the large
-    one (``scale_graph``) last."""
+    """Tiny named graphs, fresh random ones with dangling and isolated vertices and a hub (two of the same
+    size: what is kept from a call on one is wrong for the other), and the large one (``scale_graph``)
+    last."""
     n1, n2 = 300 + int(rng.integers(1, 255)), 1000 + int(rng.integers(1, 255))
-    return [generators.single_vertex(), generators.chain(5), generators.in_star(7), generators.all_dangling(4),
-            generators.self_loop(), generators.two_components(),
+    return [generators.single_vertex(), generators.chain(5), generators.in_star(7),
+            generators.all_dangling(4), generators.self_loop(), generators.two_components(),
             generators.adversarial_graph(n1, seed=int(rng.integers(2**31)), hub_in_links=n1 // 2),
-            generators.random_graph(n2, seed=int(rng.integers(2**31))), scale_graph(rng)]
+            generators.random_graph(n2, seed=int(rng.integers(2**31))),
+            generators.random_graph(n2, seed=int(rng.integers(2**31)), avg_degree=3.0), scale_graph(rng)]
 
 
 def scale_graph(rng) -> Graph:
@@ -77,7 +80,8 @@ def scale_review(name: str):
 def graph_copy(graph: Graph) -> Graph:
     """The same graph with arrays of its own: what the student's function receives."""
     ids = None if graph.original_ids is None else graph.original_ids.copy()
-    return dataclasses.replace(graph, original_ids=ids, **{a: getattr(graph, a).copy() for a in GRAPH_ARRAYS})
+    arrays = {a: getattr(graph, a).copy() for a in GRAPH_ARRAYS}
+    return dataclasses.replace(graph, original_ids=ids, **arrays)
 
 
 def graph_arrays(graph: Graph, prefix: str = "graph") -> dict[str, np.ndarray]:
@@ -99,16 +103,18 @@ def pristine_arrays(graph: Graph, prefix: str = "graph") -> dict[str, np.ndarray
 
 
 def inputs_unchanged(before: dict[str, np.ndarray], after: dict) -> None:
-    """Raise Wrong naming every input whose array in ``after`` differs from its pristine one in ``before``."""
+    """Raise Wrong naming every input whose array in ``after`` differs from its pristine one in
+    ``before``."""
     found = [changed(name, before[name], array) for name, array in after.items() if name in before]
     found = [f for f in found if f]
     if found:
-        names = ", ".join(dict.fromkeys(f.split(":")[0].split(" now")[0].split(" is now")[0].split(" (call")[0]
+        names = ", ".join(dict.fromkeys(f.split(":")[0].split(" now")[0].split(" is now")[0]
+                                        .split(" (call")[0]
                                         for f in found))
-        raise Wrong("; ".join(found), f"{CHANGED_INPUT} ({names}), which it must not: the caller uses the same "
-                                      "arrays again (the next iteration, the next exercise, the checker's own "
-                                      "answer); compute on a copy (np.maximum(degree, 1), ranks / total, "
-                                      "np.sort(a)) instead of changing them in place")
+        raise Wrong("; ".join(found), f"{CHANGED_INPUT} ({names}), which it must not: the caller uses the "
+                                      "same arrays again (the next iteration, the next exercise, the "
+                                      "checker's own answer); compute on a copy (np.maximum(degree, 1), "
+                                      "ranks / total, np.sort(a)) instead of changing them in place")
 
 
 @contextlib.contextmanager
@@ -120,7 +126,8 @@ def state_explains(results, calls):
     except Wrong as wrong:
         later = sorted(j for i in calls for j in results.shared.get(i, []) if j > min(calls))
         if later and not wrong.stop:
-            raise Wrong(f"{wrong.detail} (the array came back holding what a later call wrote)", SHARED_RESULT) \
+            raise Wrong(f"{wrong.detail} (the array came back holding what a later call wrote)",
+                        SHARED_RESULT) \
                 from None
         raise
 
@@ -128,7 +135,8 @@ def state_explains(results, calls):
 # --- what comes back ---------------------------------------------------------------------------------
 
 def as_array(value, what: str, kind: str, size: int | None = None) -> np.ndarray:
-    """``value`` as a 1-D array of floats (kind 'f') or integers (kind 'i'), or Wrong saying what came back."""
+    """``value`` as a 1-D array of floats (kind 'f') or integers (kind 'i'), or Wrong saying what came
+    back."""
     wanted = "floats" if kind == "f" else "integers"
     if isinstance(value, Opaque) and value.description == GENERATOR:
         raise Wrong(f"{what} is {GENERATOR}", YIELDED)
@@ -140,20 +148,22 @@ def as_array(value, what: str, kind: str, size: int | None = None) -> np.ndarray
     try:
         array = np.asarray(value)
     except Exception:
-        raise Wrong(f"{what} is {describe_value(value)}", f"{what} must be a 1-D array of {wanted}") from None
+        raise Wrong(f"{what} is {describe_value(value)}",
+                    f"{what} must be a 1-D array of {wanted}") from None
     if array.ndim != 1 or (size is not None and array.size != size):
-        raise Wrong(f"{what} has shape {array.shape}" + (f"; expected ({size},)" if size is not None else ""),
-                    f"{what} must be a 1-D array" + (f" of {size} {wanted}, one per vertex" if size is not None
-                                                     else f" of {wanted}")
-                    + (" (a 2-D result, e.g. from np.matrix or a sparse product, needs .ravel())" if array.ndim == 2
-                       else ""))
+        expected = f"; expected ({size},)" if size is not None else ""
+        shape = f" of {size} {wanted}, one per vertex" if size is not None else f" of {wanted}"
+        matrix = (" (a 2-D result, e.g. from np.matrix or a sparse product, needs .ravel())"
+                  if array.ndim == 2 else "")
+        raise Wrong(f"{what} has shape {array.shape}{expected}",
+                    f"{what} must be a 1-D array{shape}{matrix}")
     if kind == "f" and array.dtype != np.float64:
         raise Wrong(f"{what} has dtype {array.dtype}", _not_float64(what, array.dtype))
     if kind == "i" and (array.dtype.kind not in "iu") and array.size:
         raise Wrong(f"{what} has dtype {array.dtype}",
-                    f"{what} must hold integers (np.int32 or np.int64): {array.dtype} values cannot index or slice "
-                    "an array (a[x:y] raises TypeError) and cannot feed a kernel that reads const int*; e.g. a "
-                    "cumsum of a bincount with weights= gives floats")
+                    f"{what} must hold integers (np.int32 or np.int64): {array.dtype} values cannot index "
+                    "or slice an array (a[x:y] raises TypeError) and cannot feed a kernel that reads const "
+                    "int*; e.g. a cumsum of a bincount with weights= gives floats")
     return array.astype(np.float64) if kind == "f" else array.astype(np.int64)
 
 
@@ -162,11 +172,11 @@ def _not_float64(what: str, dtype) -> str:
         return f"{what} must hold float64 values (ranks are fractions)"
     digits = np.finfo(dtype).precision
     if digits < np.finfo(np.float64).precision:
-        return (f"{what} must be float64: {dtype} keeps only {digits} digits, so sums and the L1 change drift; "
-                "the CPU exercises compute in float64")
+        return (f"{what} must be float64: {dtype} keeps only {digits} digits, so sums and the L1 change "
+                "drift; the CPU exercises compute in float64")
     return (f"{what} must be float64: {dtype} carries more digits ({digits}) than float64, but its size and "
-            "precision depend on the platform (on some it is float64 itself) and the course's results are float64: "
-            "return .astype(np.float64)")
+            "precision depend on the platform (on some it is float64 itself) and the course's results are "
+            "float64: return .astype(np.float64)")
 
 
 def as_pair(value, what: str) -> tuple:
@@ -182,8 +192,8 @@ def as_integer(value, what: str) -> int:
 
 
 def wrapped_type(got: np.ndarray, truth: np.ndarray):
-    """The narrow integer type whose wrap-around turns ``truth`` into ``got`` (np.int16 for 40,001 -> -25,535),
-    or None when no such type explains the difference."""
+    """The narrow integer type whose wrap-around turns ``truth`` into ``got`` (np.int16 for 40,001 ->
+    -25,535), or None when no such type explains the difference."""
     got, truth = np.asarray(got, np.int64), np.asarray(truth, np.int64)
     if got.shape != truth.shape or np.array_equal(got, truth):
         return None
@@ -195,5 +205,6 @@ def wrapped_type(got: np.ndarray, truth: np.ndarray):
 
 def overflow_cause(what: str, dtype, largest: int, why: str) -> str:
     info = np.iinfo(dtype)
-    return (f"{what} overflow {np.dtype(dtype).name}: {why} reaches {largest:,}, and {np.dtype(dtype).name} holds "
-            f"at most {info.max:,}, so it wraps around; use np.int64 (or np.int32 where every value fits)")
+    return (f"{what} overflow {np.dtype(dtype).name}: {why} reaches {largest:,}, and {np.dtype(dtype).name} "
+            f"holds at most {info.max:,}, so it wraps around; use np.int64 (or np.int32 where every value "
+            "fits)")
