@@ -29,14 +29,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def sanitizer() -> str | None:
-    """The compute-sanitizer executable: on PATH, in a CUDA toolkit, or in the nvidia-cuda-sanitizer-api wheel."""
+    """The compute-sanitizer executable: on PATH, in a CUDA toolkit, or in the nvidia-cuda-sanitizer-api
+    wheel."""
     found = shutil.which("compute-sanitizer")
     if found:
         return found
     places = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "compute-sanitizer")]
     places += sorted(glob.glob("/usr/local/cuda*/bin/compute-sanitizer"))
     for folder in sys.path:
-        places += glob.glob(os.path.join(folder, "nvidia", "cuda_sanitizer_api", "compute-sanitizer", "compute-sanitizer"))
+        places += glob.glob(os.path.join(folder, "nvidia", "cuda_sanitizer_api", "compute-sanitizer",
+                                         "compute-sanitizer"))
     return next((p for p in places if os.path.isfile(p) and os.access(p, os.X_OK)), None)
 
 
@@ -56,14 +58,17 @@ LAUNCH = textwrap.dedent('''
     out = cp.full(n + g.PAD, cp.nan, dtype=cp.float32)
     kernel = kernels.load(code, function)
     if function == "pull_warp_rank":
-        kernel(g.blocks(32 * n), (256,), (d["in_offsets"], d["in_sources"], d["out_degree"], d["rank"], out, np.int32(n)))
+        kernel(g.blocks(32 * n), (256,), (d["in_offsets"], d["in_sources"], d["out_degree"], d["rank"], out,
+                                          np.int32(n)))
     elif function == "pull_list":
         listed = cp.asarray(np.concatenate([np.arange(n), n + np.arange(g.PAD)]).astype(np.int32))
-        kernel(g.blocks(8 * n), (256,), (listed, np.int32(n), d["in_offsets"], d["in_sources"], d["contrib"], out,
+        kernel(g.blocks(8 * n), (256,), (listed, np.int32(n), d["in_offsets"], d["in_sources"], d["contrib"],
+                                         out,
                                          np.int32(8)))
     elif function == "push_rank":
         pulled = cp.zeros(n, dtype=cp.float32)
-        kernel(g.blocks(n), (256,), (exact["out_offsets"], exact["out_targets"], exact["out_degree"], exact["rank"],
+        kernel(g.blocks(n), (256,), (exact["out_offsets"], exact["out_targets"], exact["out_degree"],
+                                     exact["rank"],
                                      pulled, np.int32(n)))
     else:
         m = 300
@@ -83,7 +88,8 @@ def sanitized(tool: str, code: str, function: str, tmp_path) -> tuple[int, str]:
     source, script = tmp_path / "kernel.cu", tmp_path / "launch.py"
     source.write_text(code)
     script.write_text(LAUNCH)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT),
+                                                                    os.environ.get("PYTHONPATH")])))
     run = subprocess.run([executable, "--tool", tool, sys.executable, str(script), str(source), function],
                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     output = run.stdout + run.stderr
@@ -93,7 +99,8 @@ def sanitized(tool: str, code: str, function: str, tmp_path) -> tuple[int, str]:
     summary = re.search(r"ERROR SUMMARY: (\d+) error", output)
     if summary:
         return int(summary.group(1)), output
-    summary = re.search(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)", output)
+    summary = re.search(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)",
+                        output)
     assert summary, output[-3000:]
     return int(summary.group(1)) + int(summary.group(2)), output
 
@@ -139,7 +146,8 @@ def test_a_kernel_that_does_not_finish_stops_the_checker():
 
     spin = ("    if (threadIdx.x == 0) { long long start = clock64(); "
             "while (clock64() - start < 3000000000LL) { } }   // a few seconds at any clock\n")
-    code = defined(load("10_pull_grid_stride")[0]).replace("    for (int v = blockIdx.x", spin + "    for (int v = blockIdx.x")
+    code = defined(load("10_pull_grid_stride")[0]).replace("    for (int v = blockIdx.x",
+                                                           spin + "    for (int v = blockIdx.x")
     assert "clock64" in code
     try:
         report = checks.check_pull_grid_stride(code, quiet=True, time_limit=0.5)
