@@ -41,11 +41,13 @@ FLOAT32_COMPARE = ("the ranks were compared in float32: ranks closer than float3
 
 
 def hard_coded(d: float) -> str:
+    """The cause when the result is what d = 0.85 gives instead of the d passed."""
     return ("the damping factor is hard-coded: your result is what d = 0.85 gives, but this case passes d "
             f"= {d:.3f}; use the damping argument")
 
 
 def float32_cause(relative: float) -> str:
+    """The cause when the values carry float32 rounding (relative error given)."""
     return ("float32 rounding: the values are right to about 7 digits only (relative error "
             f"{relative:.1e}): somewhere the computation runs in float32 (np.float32, dtype=np.float32, "
             "astype(np.float32)); the CPU exercises compute in float64")
@@ -98,6 +100,7 @@ def sum_check(graph: Graph, got: np.ndarray, ranks: np.ndarray, damping: float, 
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal within float64 noise of one step."""
     return bool(np.allclose(a, b, rtol=1e-10, atol=1e-15))
 
 

@@ -100,6 +100,7 @@ def gpu_graphs(rng) -> list[Graph]:
 
 
 def padded(values, fill, dtype) -> np.ndarray:
+    """``values`` followed by PAD entries of ``fill``, as ``dtype``."""
     return np.concatenate([np.asarray(values, dtype=dtype), np.full(PAD, fill, dtype=dtype)])
 
 
@@ -175,16 +176,19 @@ class Inputs:
 
 
 def output(device: Device, size: int, fill: float = np.nan):
+    """A fresh output of ``size`` floats on the device, all ``fill`` (NaN: never written)."""
     return device.put(np.full(size, fill, dtype=np.float32))
 
 
 # --- comparing pulled sums -----------------------------------------------------------------------------
 
 def same_bits(a, b) -> bool:
+    """Equal bit for bit, NaN where NaN."""
     return np.array_equal(np.asarray(a, np.float64), np.asarray(b, np.float64), equal_nan=True)
 
 
 def first_difference(a, b) -> int:
+    """The first index where two read-back vectors differ (NaN equals NaN)."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return int(np.flatnonzero(~((a == b) | (np.isnan(a) & np.isnan(b))))[0])
 
@@ -260,6 +264,7 @@ def writers(host: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 def shared_changed(values, plain, name: str) -> None:
+    """Raise Wrong when the probed launch (shared memory filled with NaN) gave other values."""
     if not same_bits(values, plain):
         i = first_difference(values, plain)
         raise Wrong(f"{name}[{i}] = {plain[i]:.9g} in a normal launch, {values[i]:.9g} with shared memory "

@@ -56,6 +56,7 @@ KERNELS = {"check_pull_grid_stride": Spec("pull_grid_stride", PULL, ("pulled",))
 
 
 def open_device(time_limit: float) -> Device:
+    """The GPU the checkers launch on (a clear error where there is none)."""
     return Device(require_gpu(), time_limit)
 
 
@@ -80,6 +81,7 @@ def grids(threads: int) -> list[tuple[tuple[int], tuple[int]]]:
 # --- the harness -------------------------------------------------------------------------------------
 
 def compiled(device: Device, code: str, spec: Spec):
+    """The student's kernel compiled; Wrong (stopping the run) when the source does not define it."""
     if not re.search(rf'extern\s+"C"\s+__global__\s+void\s+{spec.kernel}\s*\(', code):
         raise Wrong(f'the source defines no extern "C" __global__ void {spec.kernel}(...)',
                     "keep the kernel's name and signature as given", stop=True)
@@ -160,6 +162,7 @@ def probe_launch(device: Device, probe, ins: Inputs, grid, block, args, sizes) -
 
 
 def graph_inputs(device: Device, dc: DeviceCase, spec: Spec) -> Inputs:
+    """A kernel's graph inputs (padded, with their lengths) on the device."""
     return Inputs(device, {name: (dc.host[name], dc.length[name]) for name in spec.inputs})
 
 

@@ -36,6 +36,7 @@ BARE_SUM = ("new rank = d * (the sum of the in-neighbours' contributions) + (d *
 
 
 def hard_coded(d: float) -> str:
+    """The cause when the kernel uses d = 0.85 instead of the d passed."""
     return ("the damping factor is hard-coded: your result is what d = 0.85 gives, but this launch passes "
             f"d = {d:.3f}; use the d argument")
 

@@ -196,6 +196,7 @@ def _plain(outcomes, inputs) -> tuple[list, dict, dict]:
 
 
 def _child(fd: int, function, calls, inputs) -> None:
+    """The child: every call in order, then every result as plain data, then exit without cleanup."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)        # a Ctrl-C is the parent's to handle
         faulthandler.disable()                               # a crash is the parent's to report
@@ -270,6 +271,7 @@ def _ended(process, current: int) -> Wrong:
 
 
 def _run_forked(function, calls, inputs, time_limit, output: Output) -> Results:
+    """The calls in a forked child, read back with a time limit per call (the child killed past it)."""
     results = Results([None] * len(calls), [None] * len(calls))
     read_fd, write_fd = os.pipe()
     process = multiprocessing.get_context("fork").Process(target=_child,
@@ -325,6 +327,7 @@ def _run_forked(function, calls, inputs, time_limit, output: Output) -> Results:
 
 
 def _store(results: Results, values, given, shared) -> None:
+    """Decode what the child sent into ``results``."""
     for i, data in enumerate(values):
         if data[0] == "error":
             results.errors[i] = wrong_for(str(data[1]), str(data[2]))
@@ -341,6 +344,7 @@ def _fingerprint(arrays) -> list[bytes]:
 
 
 def _run_here(function, calls, inputs, guard, time_limit, output: Output) -> Results:
+    """The calls in this process (no fork): limits.call, the checker's arrays compared before and after."""
     results = Results([None] * len(calls), [None] * len(calls), notes=[IN_PROCESS] + limit_note())
     before = _fingerprint(guard)
     outcomes = []

@@ -69,6 +69,7 @@ def norm_histories(found: list[np.ndarray]) -> dict[str, np.ndarray]:
 
 
 def same(a: np.ndarray, b: np.ndarray) -> bool:
+    """One iterate: L1 distance within float64 noise (``MATCH``)."""
     return float(np.abs(a - b).sum()) <= MATCH
 
 
@@ -161,6 +162,7 @@ def _check_run(graph: Graph, damping: float, tol: float, max_iter: int, reached:
 
 @dataclass(frozen=True)
 class Truth:
+    """Where the float64 reference stops on a case, and its residuals."""
     iterations: int         # where the L1 test stops (past ``steps`` when it was not run that far)
     residuals: np.ndarray   # the L1 change of each step
 

@@ -68,6 +68,7 @@ def limit_note() -> list[str]:
 
 
 def can_time() -> bool:
+    """Whether this thread can set a SIGALRM time limit (the main thread, on POSIX)."""
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
@@ -110,6 +111,7 @@ class TimedOut(Wrong):
 
 
 def timed_out(time_limit: float) -> TimedOut:
+    """The failure of a call stopped at the time limit (it stops the run)."""
     return TimedOut(f"still running after {time_limit:g} s, so the checker stopped it",
                  f"your function did not return within the time limit ({time_limit:g} s): likely an endless "
                  "loop (a stopping test that is never met, a counter never increased); pass time_limit= "

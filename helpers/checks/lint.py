@@ -65,6 +65,7 @@ LANE_STRIDE = ("the lanes do not stride the in-links by {stride} as the exercise
 
 @dataclass(frozen=True)
 class Hazard:
+    """A hazard the lint found: its line, the line's text and the cause."""
     line: int          # line in the student's source
     text: str          # that line
     cause: str         # what is wrong and why it matters

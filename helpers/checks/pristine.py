@@ -15,12 +15,13 @@ import ast
 import types
 from pathlib import Path
 
-from .. import reference as _live
+from .. import reference as live_reference
 
 NAMES = ("DAMPING", "teleport_vector", "pagerank_step", "pagerank", "top_k", "l1_distance")
 
 
 def _copies(module) -> types.SimpleNamespace:
+    """The functions of ``module`` copied with globals of their own (see the module's docstring)."""
     namespace = dict(vars(module))
     for name, value in list(namespace.items()):
         if isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
@@ -32,8 +33,8 @@ def _copies(module) -> types.SimpleNamespace:
     return types.SimpleNamespace(**{name: namespace[name] for name in NAMES})
 
 
-REFERENCE = _copies(_live)
-SOURCE = Path(_live.__file__)
+REFERENCE = _copies(live_reference)
+SOURCE = Path(live_reference.__file__)
 
 
 def replaced() -> list[str]:

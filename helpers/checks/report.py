@@ -18,6 +18,7 @@ GENERATOR = "a generator (the function contains `yield`)"
 
 @dataclass
 class Failure:
+    """One wrong case of a report."""
     case: str       # which input (graph name, size, seed)
     detail: str     # which vertex, expected against got
     cause: str      # the likely cause
@@ -25,6 +26,7 @@ class Failure:
 
 @dataclass
 class Report:
+    """What a checker found: the cases passed, those failed with their causes, notes and output."""
     exercise: str
     seed: int
     passed: list[str] = field(default_factory=list)
@@ -81,6 +83,7 @@ class Opaque:
 
 
 def fresh_seed(seed) -> int:
+    """The seed given, or a fresh one (printed in the report so that it can be passed back)."""
     return int(np.random.SeedSequence().entropy % 2**31) if seed is None else int(seed)
 
 

@@ -180,12 +180,14 @@ def _not_float64(what: str, dtype) -> str:
 
 
 def as_pair(value, what: str) -> tuple:
+    """``value`` as a pair, or Wrong naming what came back instead."""
     if not (isinstance(value, (tuple, list)) and len(value) == 2):
         raise Wrong(f"returned {describe_value(value)}", f"return a pair: {what}")
     return tuple(value)
 
 
 def as_integer(value, what: str) -> int:
+    """``value`` as an int (NumPy integers too, bools not), or Wrong."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise Wrong(f"{what} is {describe_value(value)}", f"{what} must be an int (a count of steps)")
     return int(value)
@@ -204,6 +206,7 @@ def wrapped_type(got: np.ndarray, truth: np.ndarray):
 
 
 def overflow_cause(what: str, dtype, largest: int, why: str) -> str:
+    """The cause naming the narrow type, the value it must hold and its maximum."""
     info = np.iinfo(dtype)
     return (f"{what} overflow {np.dtype(dtype).name}: {why} reaches {largest:,}, and {np.dtype(dtype).name} "
             f"holds at most {info.max:,}, so it wraps around; use np.int64 (or np.int32 where every value "
