@@ -242,3 +242,19 @@ def test_cuda_in_a_cpu_exercise_is_named_as_such():
     report = checks.check_top_k(on_the_gpu, quiet=True)
     assert "cudaErrorInitializationError" in report.failures[0].detail
     assert "cannot run in the child process" in report.failures[0].cause
+
+
+def test_a_process_that_may_not_fork_runs_the_calls_here_and_says_so(monkeypatch):
+    import multiprocessing
+
+    class Refuses:
+        def __init__(self, *args, **kwargs):
+            pass
+
+        def start(self):
+            raise AssertionError("daemonic processes are not allowed to have children")
+
+    context = multiprocessing.get_context("fork")
+    monkeypatch.setattr(context, "Process", Refuses)
+    report = checks.check_top_k(lambda ranks, k: np.argsort(-np.asarray(ranks), kind="stable")[:k], quiet=True)
+    assert report.ok and "runs inside the checker's process" in report.notes[0]

@@ -11,8 +11,9 @@ checker's expected values or replace the reference it uses (they live in the par
 past the time limit is ended by killing the child, which no ``except:`` can swallow. A real Ctrl-C stops
 the checker (the child ignores SIGINT; the parent kills it and re-raises).
 
-Where no child can be forked (Windows), the calls run in this process under ``limits.call``; the checker's
-own arrays are fingerprinted before and compared after, and the report's notes say so.
+Where no child can be forked (Windows, or a daemonic process), the calls run in this process under
+``limits.call``; the checker's own arrays are fingerprinted before and compared after, and the report's
+notes say so.
 """
 from __future__ import annotations
 
@@ -270,16 +271,21 @@ def _ended(process, current: int) -> Wrong:
                  "function must return its result", stop=True)
 
 
-def _run_forked(function, calls, inputs, time_limit, output: Output) -> Results:
+def _run_forked(function, calls, inputs, time_limit, output: Output) -> Results | None:
     """The calls in a forked child, read back with a time limit per call (the child killed past it)."""
     results = Results([None] * len(calls), [None] * len(calls))
     read_fd, write_fd = os.pipe()
     process = multiprocessing.get_context("fork").Process(target=_child,
                                                           args=(write_fd, function, calls, inputs),
                                                           daemon=True)
-    with warnings.catch_warnings():                 # Python 3.12+ warns about forking a threaded process
-        warnings.simplefilter("ignore", DeprecationWarning)
-        process.start()
+    try:
+        with warnings.catch_warnings():             # Python 3.12+ warns about forking a threaded process
+            warnings.simplefilter("ignore", DeprecationWarning)
+            process.start()
+    except (AssertionError, OSError):               # a daemonic process may not fork, nor a full system
+        os.close(read_fd)
+        os.close(write_fd)
+        return None
     os.close(write_fd)
     reader, current, final = _Reader(read_fd), 0, None
     deadline = time.monotonic() + time_limit if time_limit else None
@@ -379,5 +385,7 @@ def run_calls(function, calls: list[Call], *, inputs=None, guard=(), time_limit:
     (the inputs as the calls left them); ``guard`` lists the checker's own arrays, compared before and
     after the calls when they run in this process. What the code prints goes to ``output``."""
     if CAN_FORK:
-        return _run_forked(function, calls, inputs, time_limit, output)
+        results = _run_forked(function, calls, inputs, time_limit, output)
+        if results is not None:
+            return results
     return _run_here(function, calls, inputs, guard, time_limit, output)
