@@ -256,5 +256,23 @@ def test_a_process_that_may_not_fork_runs_the_calls_here_and_says_so(monkeypatch
 
     context = multiprocessing.get_context("fork")
     monkeypatch.setattr(context, "Process", Refuses)
-    report = checks.check_top_k(lambda ranks, k: np.argsort(-np.asarray(ranks), kind="stable")[:k], quiet=True)
+    report = checks.check_top_k(lambda ranks, k: np.argsort(-np.asarray(ranks), kind="stable")[:k],
+                                quiet=True)
     assert report.ok and "runs inside the checker's process" in report.notes[0]
+
+
+def test_the_calls_before_one_that_hangs_are_checked_as_they_returned():
+    def hangs_at_37(ranks, k):
+        while k == 37:
+            pass
+        return np.argsort(-np.asarray(ranks), kind="stable")[:k]
+    report = checks.check_top_k(hangs_at_37, quiet=True, time_limit=1)
+    assert report.stopped and len(report.passed) == 3 and "k = 37" in report.failures[0].case, str(report)
+    assert "time limit (1 s)" in report.failures[0].cause
+
+
+def test_what_the_checker_cannot_read_back_stops_it_with_a_message(monkeypatch):
+    monkeypatch.setattr(isolation, "encode", lambda value, depth=0: ("array", "|O", [1], b"12345678"))
+    report = checks.check_top_k(lambda ranks, k: np.arange(k), quiet=True)
+    assert report.stopped and "cannot read" in report.failures[0].detail
+    assert "could not read what your function's process sent back" in report.failures[0].cause

@@ -44,6 +44,11 @@ NUMERIC_KINDS = "biufcmM"
 CUDA_IN_CHILD = ("your code raised an error on this input: it uses CUDA (CuPy), which cannot run in the "
                  "child process the checker runs your function in once this notebook has used the GPU; the "
                  "CPU exercises take NumPy code (keep the GPU for the GPU exercises' kernels)")
+BROKEN = ("the checker could not run your function (if your code did not replace Python's own modules, this "
+          "is a bug in the checker: please report it)")
+UNREADABLE = ("the checker could not read what your function's process sent back (if your code did not "
+              "write to the checker's pipe or replace Python's own modules, this is a bug in the checker: "
+              "please report it)")
 IN_PROCESS = ("your function runs inside the checker's process here (this system cannot fork a child "
               "process for it): the checker compares its own arrays before and after each call instead")
 
@@ -209,7 +214,8 @@ def _child(fd: int, function, calls, inputs) -> None:
                 outcomes.append((True, function(*each.args, **each.kwargs)))
             except BaseException as error:                  # what it raised, SystemExit included
                 outcomes.append((False, error_record(error, function)))
-            _send(fd, ("done", i, out.dropped))
+            ok, value = outcomes[-1]                        # as it is now: used only if a later call hangs
+            _send(fd, ("done", i, out.dropped, encode(value) if ok else ("error",) + tuple(value)))
         _send(fd, ("results",) + _plain(outcomes, inputs) + (out.dropped,))
     except BaseException as error:
         try:
@@ -287,7 +293,7 @@ def _run_forked(function, calls, inputs, time_limit, output: Output) -> Results 
         os.close(write_fd)
         return None
     os.close(write_fd)
-    reader, current, final = _Reader(read_fd), 0, None
+    reader, current, final, early = _Reader(read_fd), 0, None, []
     deadline = time.monotonic() + time_limit if time_limit else None
     dropped = 0
     try:
@@ -304,20 +310,26 @@ def _run_forked(function, calls, inputs, time_limit, output: Output) -> Results 
                 break
             if message is None:
                 continue
-            if message[0] == "out":
-                output.write(str(message[1]))
-            elif message[0] == "done":
-                current, dropped = int(message[1]) + 1, int(message[2])
-                deadline = time.monotonic() + time_limit if time_limit else None
-            elif message[0] == "results":
-                final = message
-            else:                                        # "broken": the checker's code failed in the child
-                results.stopped_at = current
-                results.stop = Wrong(f"the process running your function stopped: {message[1]}",
-                                     "the checker could not run your function (if your code did not "
-                                     "replace Python's own modules, this is a bug in the checker: please "
-                                     "report it)",
-                                     stop=True)
+            try:
+                kind = message[0]
+                if kind == "out":
+                    output.write(str(message[1]))
+                elif kind == "done":
+                    current, dropped = int(message[1]) + 1, int(message[2])
+                    early.append(message[3])
+                    deadline = time.monotonic() + time_limit if time_limit else None
+                elif kind == "results":
+                    final = message
+                    _store(results, *message[1:4])
+                    dropped = int(message[4])
+                else:                                    # "broken": the checker's code failed in the child
+                    detail = f"the process running your function stopped: {str(message[1])[:300]}"
+                    results.stopped_at, results.stop = current, Wrong(detail, BROKEN, stop=True)
+                    break
+            except Exception:                            # not what the checker's child sends
+                final, early, results.stopped_at = None, [], 0
+                results.stop = Wrong("the process running your function sent back something the checker "
+                                     "cannot read", UNREADABLE, stop=True)
                 break
     finally:
         os.close(read_fd)
@@ -325,9 +337,11 @@ def _run_forked(function, calls, inputs, time_limit, output: Output) -> Results 
         if process.is_alive():
             process.kill()
         process.join()
-    if final is not None:
-        _, values, given, shared, dropped = final
-        _store(results, values, given, shared)
+    if final is None and results.stopped_at:                # stopped: the calls before as they returned
+        try:
+            _store(results, early[:results.stopped_at], {}, {})
+        except Exception:
+            results.stopped_at = 0
     output.dropped += dropped
     return results
 
