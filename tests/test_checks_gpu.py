@@ -1,5 +1,5 @@
 """GPU suite for the checkers' own machinery: a kernel that does not finish in time is reported and stops
-the checker, and NVIDIA's compute-sanitizer confirms what the source lint says.
+the checker, and NVIDIA's compute-sanitizer confirms what the source lint and the probe say.
 
 What the sanitizer can and cannot confirm. ``racecheck`` watches shared memory only: it reports the steps
 of a shared-memory reduction with no barrier between them, also between lanes of one warp (since Volta
@@ -7,8 +7,10 @@ they are not in lockstep). It does not see several lanes storing one element of 
 ``synccheck`` watches barriers and warp-synchronous calls: it reports a shuffle whose mask leaves out the
 lane calling it. It does not see a full-mask shuffle after some lanes returned, nor one inside a branch
 whose other lanes have exited: PTX lets exited lanes out of the wait, and only the values read from them
-are undefined — those hazards rest on the lint and on the values. Each run launches one kernel once on a
-70-vertex graph (a few seconds, mostly the sanitizer's start)."""
+are undefined — those hazards rest on the lint and on the values. ``memcheck`` watches global memory: with
+every array allocated apart and unpadded (no memory pool), it reports the reads past the end that the
+checker's probe counts (``rank[u]`` read before ``u < n`` is tested). Each run launches one kernel once on
+a 70-vertex graph (a few seconds, mostly the sanitizer's start)."""
 import glob
 import os
 import re
@@ -27,14 +29,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def sanitizer() -> str | None:
-    """The compute-sanitizer executable: on PATH, in a CUDA toolkit, or in the nvidia-cuda-sanitizer-api wheel."""
+    """The compute-sanitizer executable: on PATH, in a CUDA toolkit, or in the nvidia-cuda-sanitizer-api
+    wheel."""
     found = shutil.which("compute-sanitizer")
     if found:
         return found
     places = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "compute-sanitizer")]
     places += sorted(glob.glob("/usr/local/cuda*/bin/compute-sanitizer"))
     for folder in sys.path:
-        places += glob.glob(os.path.join(folder, "nvidia", "cuda_sanitizer_api", "compute-sanitizer", "compute-sanitizer"))
+        places += glob.glob(os.path.join(folder, "nvidia", "cuda_sanitizer_api", "compute-sanitizer",
+                                         "compute-sanitizer"))
     return next((p for p in places if os.path.isfile(p) and os.access(p, os.X_OK)), None)
 
 
@@ -42,24 +46,34 @@ LAUNCH = textwrap.dedent('''
     import sys
     import numpy as np
     import cupy as cp
-    from helpers import checks_gpu as g, generators, kernels
+    from helpers import generators, kernels
+    from helpers.checks import device as g
 
+    cp.cuda.set_allocator(None)          # one allocation per array: memcheck knows where each one ends
     code, function = open(sys.argv[1]).read(), sys.argv[2]
-    dc = g.DeviceCase(g.Device(cp, 60.0), generators.adversarial_graph(70, seed=3, hub_in_links=40),
-                      np.random.default_rng(0))
-    n, d = dc.n, dc.dev
+    dc = g.DeviceCase(generators.adversarial_graph(70, seed=3, hub_in_links=40), np.random.default_rng(0))
+    n = dc.n
+    d = {name: cp.asarray(host) for name, host in dc.host.items()}
+    exact = {name: cp.asarray(host[:dc.length[name]]) for name, host in dc.host.items()}    # unpadded
     out = cp.full(n + g.PAD, cp.nan, dtype=cp.float32)
     kernel = kernels.load(code, function)
     if function == "pull_warp_rank":
-        kernel(g._blocks(32 * n), (256,), (d["in_offsets"], d["in_sources"], d["out_degree"], d["rank"], out, np.int32(n)))
+        kernel(g.blocks(32 * n), (256,), (d["in_offsets"], d["in_sources"], d["out_degree"], d["rank"], out,
+                                          np.int32(n)))
     elif function == "pull_list":
         listed = cp.asarray(np.concatenate([np.arange(n), n + np.arange(g.PAD)]).astype(np.int32))
-        kernel(g._blocks(8 * n), (256,), (listed, np.int32(n), d["in_offsets"], d["in_sources"], d["contrib"], out,
-                                          np.int32(8)))
+        kernel(g.blocks(8 * n), (256,), (listed, np.int32(n), d["in_offsets"], d["in_sources"], d["contrib"],
+                                         out,
+                                         np.int32(8)))
+    elif function == "push_rank":
+        pulled = cp.zeros(n, dtype=cp.float32)
+        kernel(g.blocks(n), (256,), (exact["out_offsets"], exact["out_targets"], exact["out_degree"],
+                                     exact["rank"],
+                                     pulled, np.int32(n)))
     else:
         m = 300
         new, old = cp.arange(m + g.PAD, dtype=cp.float32), cp.zeros(m + g.PAD, dtype=cp.float32)
-        kernel(g._blocks(m), (256,), (new, old, cp.zeros(2, dtype=cp.float32), np.int32(m)))
+        kernel(g.blocks(m), (256,), (new, old, cp.zeros(2, dtype=cp.float32), np.int32(m)))
     cp.cuda.Device().synchronize()
     print("launched")
 ''')
@@ -69,11 +83,13 @@ def sanitized(tool: str, code: str, function: str, tmp_path) -> tuple[int, str]:
     """(errors reported, output) of one launch of the kernel under compute-sanitizer's ``tool``."""
     executable = sanitizer()
     if executable is None:
-        pytest.skip("compute-sanitizer not found (a CUDA toolkit, or pip install nvidia-cuda-sanitizer-api-cu12)")
+        pytest.skip("compute-sanitizer not found (a CUDA toolkit, or pip install "
+                    "nvidia-cuda-sanitizer-api-cu12)")
     source, script = tmp_path / "kernel.cu", tmp_path / "launch.py"
     source.write_text(code)
     script.write_text(LAUNCH)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT),
+                                                                    os.environ.get("PYTHONPATH")])))
     run = subprocess.run([executable, "--tool", tool, sys.executable, str(script), str(source), function],
                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     output = run.stdout + run.stderr
@@ -83,7 +99,8 @@ def sanitized(tool: str, code: str, function: str, tmp_path) -> tuple[int, str]:
     summary = re.search(r"ERROR SUMMARY: (\d+) error", output)
     if summary:
         return int(summary.group(1)), output
-    summary = re.search(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)", output)
+    summary = re.search(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?, (\d+) warnings?\)",
+                        output)
     assert summary, output[-3000:]
     return int(summary.group(1)) + int(summary.group(2)), output
 
@@ -98,27 +115,28 @@ def variant(slug: str, what: str) -> str:
     raise KeyError(what)
 
 
-CLEAN = [(slug, what, tool) for slug, what in [("13_pull_warp_rank", "solution"), ("14_pull_list", "solution"),
+CLEAN = [(slug, what, tool) for slug, what in [("13_pull_warp", "solution"), ("14_pull_list", "solution"),
                                               ("20_l1_change", "solution"),
-                                              ("13_pull_warp_rank", "shared memory with __syncwarp")]
-         for tool in ("racecheck", "synccheck")]
+                                              ("13_pull_warp", "shared memory with __syncwarp")]
+         for tool in ("racecheck", "synccheck")] + [("11_push_atomic", "solution", "memcheck")]
 # What the sanitizer can confirm of the lint: racecheck sees shared-memory hazards. synccheck did not flag a
 # shuffle whose mask leaves out half the warp on an H100 (compute-sanitizer 2025): the lint alone names that.
 CONFIRMED = [("20_l1_change", "no barrier between steps", "racecheck"),
-             ("20_l1_change", "last warp without __syncwarp", "racecheck")]
+             ("20_l1_change", "last warp without __syncwarp", "racecheck"),
+             ("11_push_atomic", "rank read before the bounds check", "memcheck")]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("slug, what, tool", CLEAN, ids=[f"{s}-{w}-{t}" for s, w, t in CLEAN])
 def test_the_sanitizer_finds_nothing_in_right_kernels(slug, what, tool, tmp_path):
-    errors, output = sanitized(tool, variant(slug, what), load(slug)[2], tmp_path)
+    errors, output = sanitized(tool, variant(slug, what), checks.KERNELS[load(slug)[2]].kernel, tmp_path)
     assert errors == 0, output[-3000:]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("slug, what, tool", CONFIRMED, ids=[f"{s}-{w}-{t}" for s, w, t in CONFIRMED])
 def test_the_sanitizer_confirms_the_lint(slug, what, tool, tmp_path):
-    errors, output = sanitized(tool, variant(slug, what), load(slug)[2], tmp_path)
+    errors, output = sanitized(tool, variant(slug, what), checks.KERNELS[load(slug)[2]].kernel, tmp_path)
     assert errors > 0, output[-3000:]
 
 
@@ -128,10 +146,11 @@ def test_a_kernel_that_does_not_finish_stops_the_checker():
 
     spin = ("    if (threadIdx.x == 0) { long long start = clock64(); "
             "while (clock64() - start < 3000000000LL) { } }   // a few seconds at any clock\n")
-    code = defined(load("10_pull_grid_stride")[0]).replace("    for (int v = blockIdx.x", spin + "    for (int v = blockIdx.x")
+    code = defined(load("10_pull_grid_stride")[0]).replace("    for (int v = blockIdx.x",
+                                                           spin + "    for (int v = blockIdx.x")
     assert "clock64" in code
     try:
-        report = checks.pull_grid_stride(code, quiet=True, time_limit=0.5)
+        report = checks.check_pull_grid_stride(code, quiet=True, time_limit=0.5)
     finally:
         cp.cuda.Device().synchronize()                  # the spin ends by itself: leave the GPU idle
     assert report.stopped and len(report.failures) == 1, str(report)

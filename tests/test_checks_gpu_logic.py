@@ -1,17 +1,20 @@
 """The GPU checkers' own logic, on the CPU: the device is replaced by NumPy arrays and each kernel by a
-Python emulation of what a CUDA kernel (right or wrong) does thread by thread, stray threads past the end
-included. This tests the padding, the canaries, the exact comparisons, the read-back of inputs, the probed
-launch (writer ids, atomic counts, NaN-filled shared memory) and the causes, on every seed; the real
-kernels run through the same checkers in the GPU suite (tests/test_exercises.py)."""
+Python emulation of what a CUDA kernel (right or wrong) does, stray threads past the end included, in
+every grid and block configuration the checker launches. This tests the padding, the canaries, the exact
+comparisons, the read-back of inputs, the probed launch (writer ids, atomic counts, NaN-filled shared
+memory, reads outside an input) and the causes, on every seed; the real kernels run through the same
+checkers in the GPU suite (tests/test_exercises.py)."""
 import numpy as np
 import pytest
 
-from helpers import checks, checks_gpu
-from helpers.checks_probe import SPAN
+from helpers import checks
+from helpers.checks import device, gpu
+from helpers.checks.probe import READ_SLOTS, SPAN
+from helpers.checks.report import Wrong
 from test_exercises import defined, load
 
 SEEDS = (1, 2, 3, 4, 5)
-BOUNDS = ("past the end", "pushed rank", "i < count", "past n were added", "never wrote")
+BOUNDS = ("past the end", "pushed rank", "i < count", "past n were added", "never wrote", "outside its")
 
 
 def seeds_for(cause) -> tuple:
@@ -32,6 +35,7 @@ class FakeDevice:
     def __init__(self, emulate):
         self.emulate = emulate
         self.time_limit = 1.0
+        self.launches = []
 
     def put(self, host):
         return np.array(host, copy=True)
@@ -43,26 +47,43 @@ class FakeDevice:
         return Kernel(self.emulate, "namespace checker_probe" in code)
 
     def launch(self, kernel, grid, block, args):
-        kernel.emulate(grid[0] * block[0], args, kernel.probed)
+        self.launches.append((grid[0], block[0]))
+        kernel.emulate(grid[0] * block[0], args, kernel.probed, block[0])
 
 
-class Out:
-    """Stores into an output as a kernel does; in a probed launch also records the lowest and highest
-    writer thread of each element, as checks_probe's wrapper does."""
+def store(out, probed, rows, values, threads, last_threads=None):
+    """out[rows] = values (float32); in a probed launch also the lowest and highest writer of each element,
+    as checks.probe's wrapper records them."""
+    out[rows] = np.asarray(values, dtype=np.float64).astype(np.float32)
+    if probed:
+        words = out.view(np.uint32)
+        np.minimum.at(words, SPAN + rows, np.asarray(threads).astype(np.uint32))
+        np.maximum.at(words, 2 * SPAN + rows, np.asarray(threads if last_threads is None else last_threads)
+                      .astype(np.uint32))
 
-    def __init__(self, array, probed):
-        self.array, self.words = array, (array.view(np.uint32) if probed else None)
 
-    def store(self, i, value, thread):
-        self.array[i] = np.float32(value)
-        if self.words is not None and thread is not None and i < SPAN:
-            self.words[SPAN + i] = min(int(self.words[SPAN + i]), thread)
-            self.words[2 * SPAN + i] = max(int(self.words[2 * SPAN + i]), thread)
+def read(array, indices, threads, probed):
+    """Record the reads of ``array[indices]`` by ``threads`` outside its length, as checks.probe's input
+    wrapper does (a probed input is a view after READ_SLOTS words)."""
+    indices, threads = np.atleast_1d(indices).astype(np.int64), np.atleast_1d(threads).astype(np.int64)
+    if not probed or array.base is None or not indices.size:
+        return
+    slots = array.base.view(np.uint32)[:READ_SLOTS]
+    outside = (indices < 0) | (indices >= int(slots[0]))
+    if outside.any():
+        slots[1] += int(outside.sum())
+        slots[2] = min(int(slots[2]), int(indices[outside].astype(np.uint32).min()))
+        slots[3] = min(int(slots[3]), int(threads[outside].min()))
 
 
 def run(checker, emulate, monkeypatch, seed, slug):
-    monkeypatch.setattr(checks_gpu, "_open_device", lambda time_limit: FakeDevice(emulate))
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: FakeDevice(emulate))
     code = defined(load(slug)[0])
+    return getattr(checks, checker)(code, seed=seed, quiet=True)
+
+
+def run_source(checker, emulate, monkeypatch, code, seed=1):
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: FakeDevice(emulate))
     return getattr(checks, checker)(code, seed=seed, quiet=True)
 
 
@@ -74,20 +95,44 @@ def expect(report, cause):
         assert any(cause in c for c in report.causes()), str(report)
 
 
+def row_sums(values, in_offsets, in_sources, rows, extra=0, lanes=None):
+    """Sum of values[in_sources[k]] over each row's in-links (exact here: the inputs are dyadic); with
+    ``lanes``, only the in-links whose position in the row, mod 32, is below it."""
+    starts = in_offsets[rows].astype(np.int64)
+    ends = in_offsets[rows + 1].astype(np.int64) + extra
+    terms = values[in_sources].astype(np.float64)
+    if lanes is not None:
+        offsets = in_offsets.astype(np.int64)
+        owner = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+        position = np.arange(owner.size) - offsets[owner]
+        terms = np.where(position % 32 < lanes, terms[:owner.size], 0.0)
+    cumulative = np.concatenate([[0.0], np.cumsum(terms)])
+    return cumulative[ends] - cumulative[starts]
+
+
 # --- 10: grid-stride pull ------------------------------------------------------------------------
 
-def pull_grid_stride(stride="grid", bound="<", extra=0, start="global"):
-    def emulate(threads, args, probed):
+def pull_grid_stride(stride="grid", bound="<", extra=0, start="global", short_count=False):
+    def emulate(threads, args, probed, block):
         in_offsets, in_sources, out_degree, rank, pulled, n = args
-        out, n = Out(pulled, probed), int(n)
-        step = {"grid": threads, "block": 128, "once": 10**9}[stride]
+        n = int(n)
+        step = {"grid": threads, "block": block, "once": 10**9, "384": 384}[stride]
+        limit = n if bound == "<" else n + 1
+        rows, owners = [], []
         for t in range(threads):
-            v = t if start == "global" else t % 128
-            while (v < n) if bound == "<" else (v <= n):
-                total = sum(float(rank[u]) / float(out_degree[u]) for u in in_sources[
-                    int(in_offsets[v]):int(in_offsets[v + 1]) + extra])
-                out.store(v, total, t)
-                v += step
+            first = t if start == "global" else t % block
+            found = np.arange(first, limit, step)
+            rows.append(found)
+            owners.append(np.full(found.size, t))
+        rows, owners = np.concatenate(rows).astype(np.int64), np.concatenate(owners)
+        read(in_offsets, rows + 1, owners, probed)
+        contrib = np.divide(rank.astype(np.float64), out_degree, out=np.zeros(rank.size),
+                            where=out_degree > 0)
+        sums = row_sums(contrib, in_offsets, in_sources, rows, extra)
+        if short_count:                              # a count held in a short: the hub's loop never runs
+            degree = (in_offsets[rows + 1] - in_offsets[rows]).astype(np.int64)
+            sums = np.where(degree.astype(np.int16) < 0, 0.0, sums)
+        store(pulled, probed, rows, sums, owners)
     return emulate
 
 
@@ -98,30 +143,48 @@ def pull_grid_stride(stride="grid", bound="<", extra=0, start="global"):
     (pull_grid_stride(extra=1), "row bounds"),
     (pull_grid_stride(stride="block"), "wrong grid stride"),
     (pull_grid_stride(start="block"), "wrong grid stride"),
-], ids=["solution", "no stride", "v <= n", "row bound", "stride blockDim.x", "start without blockIdx"])
+    (pull_grid_stride(stride="384"), "not by a number that fits one launch"),
+    (pull_grid_stride(short_count=True), "only the vertex with more than 2**15 in-links"),
+], ids=["solution", "no stride", "v <= n", "row bound", "stride blockDim.x", "start without blockIdx",
+        "stride written as 384", "count in a short"])
 def test_pull_grid_stride_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
-        expect(run("pull_grid_stride", emulate, monkeypatch, seed, "10_pull_grid_stride"), cause)
+        expect(run("check_pull_grid_stride", emulate, monkeypatch, seed, "10_pull_grid_stride"), cause)
+
+
+def test_exercise_10_is_launched_in_three_configurations(monkeypatch):
+    devices = []
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: devices.append(FakeDevice(pull_grid_stride()))
+                        or devices[-1])
+    assert checks.check_pull_grid_stride(defined(load("10_pull_grid_stride")[0]), seed=1, quiet=True).ok
+    assert set(devices[0].launches) == {(3, 128), (5, 64), (2, 256)}
 
 
 # --- 11: push with atomics -----------------------------------------------------------------------
 
-def push_rank(bound=True, atomic=True, extra=0):
-    def emulate(threads, args, probed):
+def push_rank(bound=True, atomic=True, extra=0, read_first=False):
+    def emulate(threads, args, probed, block):
         out_offsets, out_targets, out_degree, rank, pulled, n = args
         n = int(n)
-        last = {}
-        for u in range(threads):
-            if (bound and u >= n) or out_degree[u] == 0:
-                continue
-            share = np.float32(rank[u] / out_degree[u])
-            for k in range(int(out_offsets[u]), int(out_offsets[u + 1]) + extra):
-                if atomic:
-                    pulled[out_targets[k]] += share
-                else:
-                    last[int(out_targets[k])] = share          # lost updates: only one add survives
-        for t, share in last.items():
-            pulled[t] += share
+        sources = np.arange(min(threads, out_degree.size))
+        if read_first:                                 # rank[u] / out_degree[u] before the bounds check
+            read(rank, sources, sources, probed)
+            read(out_degree, sources, sources, probed)
+        if bound:
+            sources = sources[sources < n]
+        sources = sources[out_degree[sources] != 0]
+        starts = out_offsets[sources].astype(np.int64)
+        ends = out_offsets[sources + 1].astype(np.int64) + extra
+        counts = np.maximum(ends - starts, 0)
+        edges = np.repeat(starts - np.concatenate([[0], np.cumsum(counts)[:-1]]),
+                          counts) + np.arange(counts.sum())
+        shares = np.repeat(np.float32(1) * rank[sources] / out_degree[sources], counts).astype(np.float32)
+        targets = out_targets[edges]
+        if atomic:
+            np.add.at(pulled, targets, shares)
+        else:                                  # lost updates: only the last add to each target survives
+            last = targets.size - 1 - np.unique(targets[::-1], return_index=True)[1]
+            np.add.at(pulled, targets[last], shares[last])
     return emulate
 
 
@@ -131,26 +194,37 @@ def push_rank(bound=True, atomic=True, extra=0):
     (push_rank(atomic=False), "race"),
     (push_rank(extra=1), "first out-link of the next vertex"),
     (push_rank(extra=-1), "misses its last out-link"),
-], ids=["solution", "no u < n", "no atomics", "row bound", "last out-link skipped"])
-def test_push_rank_logic(emulate, cause, monkeypatch):
+    (push_rank(read_first=True), "outside its"),
+], ids=["solution", "no u < n", "no atomics", "row bound", "last out-link skipped",
+        "rank read before the check"])
+def test_push_atomic_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
-        expect(run("push_rank", emulate, monkeypatch, seed, "11_push_rank"), cause)
+        expect(run("check_push_atomic", emulate, monkeypatch, seed, "11_push_atomic"), cause)
+
+
+def test_a_read_past_the_end_names_the_input_index_and_thread(monkeypatch):
+    report = run("check_push_atomic", push_rank(read_first=True), monkeypatch, 1, "11_push_atomic")
+    first = report.failures[0]
+    assert "out_degree[1] read by thread 1" in first.detail and "outside 0..0" in first.detail, str(report)
+    assert "reads out_degree outside its 1 elements" in first.cause
 
 
 # --- 12: contributions -----------------------------------------------------------------------------
 
-def contributions(bound="<", guard=True, twice=False):
-    def emulate(threads, args, probed):
+def contributions(bound="<", guard=True, twice=False, read_first=False):
+    def emulate(threads, args, probed, block):
         rank, out_degree, contrib, dangling_rank, n = args
-        c, dr, n = Out(contrib, probed), Out(dangling_rank, probed), int(n)
-        for t in range(threads):
-            for u in ([t, t - 1] if twice else [t]):
-                if u < 0 or not ((u < n) if bound == "<" else (u <= n)):
-                    continue
-                degree = int(out_degree[u])
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    c.store(u, np.float32(rank[u]) / np.float32(degree) if (degree or not guard) else 0.0, t)
-                dr.store(u, 0.0 if degree else rank[u], t)
+        n = int(n)
+        u = np.arange(threads)
+        if read_first:
+            read(out_degree, u, u, probed)
+        u = u[u < n] if bound == "<" else u[u <= n]
+        degree = out_degree[u].astype(np.float32)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.where((degree > 0) | (not guard), rank[u] / degree, np.float32(0))
+        last = np.minimum(u + 1, threads - 1) if twice else None     # thread u + 1 stores u as well
+        store(contrib, probed, u, values, u, last)
+        store(dangling_rank, probed, u, np.where(degree > 0, 0.0, rank[u]), u, last)
     return emulate
 
 
@@ -159,111 +233,90 @@ def contributions(bound="<", guard=True, twice=False):
     (contributions(bound="<="), "past the end"),
     (contributions(guard=False), "out-degree 0"),
     (contributions(twice=True), "several threads"),
-], ids=["solution", "u <= n", "no guard", "two threads per vertex"])
+    (contributions(read_first=True), "outside its"),
+], ids=["solution", "u <= n", "no guard", "two threads per vertex", "out_degree read before the check"])
 def test_contributions_split_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
-        expect(run("contributions_split", emulate, monkeypatch, seed, "12_contributions_split"), cause)
+        expect(run("check_contributions_split", emulate, monkeypatch, seed, "12_contributions_split"), cause)
 
 
 # --- 13 and 14: lanes per vertex -------------------------------------------------------------------
 
-def row_sums(values, in_offsets, in_sources, rows):
-    """Sum of values[in_sources[k]] over each row's in-links (exact here: the inputs are dyadic)."""
-    starts, ends = in_offsets[rows].astype(np.int64), in_offsets[rows + 1].astype(np.int64)
-    terms = values[in_sources].astype(np.float64)
-    cumulative = np.concatenate([[0.0], np.cumsum(terms)])
-    return cumulative[ends] - cumulative[starts]
-
-
-def lane_zero(terms, width, tree_from):
-    """Lane 0's value after a shfl_down tree from `tree_from`, lane l holding in-links l, l + width, ..."""
-    lanes = [sum(terms[l::width]) for l in range(width)]
-    offset = tree_from
-    while offset > 0:
-        lanes = [lanes[l] + (lanes[l + offset] if l + offset < width else lanes[l]) for l in range(width)]
-        offset //= 2
-    return lanes[0]
-
-
 def store_groups(out, probed, rows, values, width, group_ids, every_lane):
     """Lane 0 (or every lane) of group g stores values into out[rows]; writer ids as the probe records."""
-    out[rows] = values.astype(np.float32)
-    if probed:
-        words, first = out.view(np.uint32), width * group_ids
-        np.minimum.at(words, SPAN + rows, first.astype(np.uint32))
-        np.maximum.at(words, 2 * SPAN + rows, (first + (width - 1 if every_lane else 0)).astype(np.uint32))
+    first = width * group_ids
+    store(out, probed, rows, values, first, first + (width - 1 if every_lane else 0))
 
 
-def pull_warp_rank(bound=True, store="lane 0", tree_from=16):
-    def emulate(threads, args, probed):
+def pull_warp(bound=True, store_by="lane 0", tree_from=16):
+    def emulate(threads, args, probed, block):
         in_offsets, in_sources, out_degree, rank, pulled, n = args
         warps = np.arange(threads // 32)
         if bound:
             warps = warps[warps < int(n)]
-        contrib = np.divide(rank.astype(np.float64), out_degree, out=np.zeros(rank.size), where=out_degree > 0)
-        if tree_from == 16:
-            values = row_sums(contrib, in_offsets, in_sources, warps)
-        else:
-            values = np.array([lane_zero(list(contrib[in_sources[in_offsets[w]:in_offsets[w + 1]]]), 32, tree_from)
-                               for w in warps])
-        store_groups(pulled, probed, warps, values, 32, warps, store != "lane 0")
+        contrib = np.divide(rank.astype(np.float64), out_degree, out=np.zeros(rank.size),
+                            where=out_degree > 0)
+        values = row_sums(contrib, in_offsets, in_sources, warps,
+                          lanes=None if tree_from == 16 else 2 * tree_from)
+        store_groups(pulled, probed, warps, values, 32, warps, store_by != "lane 0")
     return emulate
 
 
 @pytest.mark.parametrize("emulate, cause", [
-    (pull_warp_rank(), None),
-    (pull_warp_rank(bound=False), "past the end"),
-    (pull_warp_rank(tree_from=8), "not all combined"),
-    (pull_warp_rank(store="total"), "several lanes store"),
+    (pull_warp(), None),
+    (pull_warp(bound=False), "past the end"),
+    (pull_warp(tree_from=8), "not all combined"),
+    (pull_warp(store_by="total"), "several lanes store"),
 ], ids=["solution", "no v < n", "tree from 8", "every lane stores the total"])
-def test_pull_warp_rank_logic(emulate, cause, monkeypatch):
+def test_pull_warp_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
-        expect(run("pull_warp_rank", emulate, monkeypatch, seed, "13_pull_warp_rank"), cause)
+        expect(run("check_pull_warp", emulate, monkeypatch, seed, "13_pull_warp"), cause)
 
 
-def pull_list(check_count=True, store="lane 0", listed=True):
-    def emulate(threads, args, probed):
+def pull_list(check_count=True, store_by="lane 0", listed=True):
+    def emulate(threads, args, probed, block):
         vertices, count, in_offsets, in_sources, contrib, pulled, width = args
         groups = np.arange(threads // int(width))
         if check_count:
             groups = groups[groups < int(count)]
+        read(vertices, groups, groups * int(width), probed)
         rows = vertices[groups].astype(np.int64) if listed else groups
         values = row_sums(contrib, in_offsets, in_sources, rows)
-        store_groups(pulled, probed, rows, values, int(width), groups, store != "lane 0")
+        store_groups(pulled, probed, rows, values, int(width), groups, store_by != "lane 0")
     return emulate
 
 
 @pytest.mark.parametrize("emulate, cause", [
     (pull_list(), None),
     (pull_list(check_count=False), "i < count"),
-    (pull_list(store="all"), "several lanes store"),
+    (pull_list(store_by="all"), "several lanes store"),
     (pull_list(listed=False), "wrong vertex"),
 ], ids=["solution", "no i < count", "every lane stores", "index as vertex"])
 def test_pull_list_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
-        expect(run("pull_list", emulate, monkeypatch, seed, "14_pull_list"), cause)
+        expect(run("check_pull_list", emulate, monkeypatch, seed, "14_pull_list"), cause)
 
 
 # --- 20: the L1 change -----------------------------------------------------------------------------
 
 def l1_change(bound=True, unset_slots=False, per="block", race=False):
-    def emulate(threads, args, probed):
+    def emulate(threads, args, probed, block):
         new, old, total, n = args
         n, words = int(n), total.view(np.uint32)
-        for block in range(threads // 256):
-            i = block * 256 + np.arange(256)
-            inside = i < n if bound else np.ones(256, bool)
-            diff = np.abs(new[np.minimum(i, new.size - 1)].astype(np.float64) - old[np.minimum(i, old.size - 1)])
-            slots = np.where(inside, diff, np.nan if (unset_slots and probed) else 0.0)
-            if per == "element":                           # exact sums: one add per element, the same total
-                total[0] = np.float32(total[0] + slots[inside].sum())
-                if probed:
-                    words[SPAN] += int(inside.sum())
-                continue
-            value = np.float32(slots.sum())
-            total[0] = np.float32(value if race else total[0] + value)
-            if probed and not race:
-                words[SPAN] += 1
+        blocks = threads // 256
+        i = np.arange(blocks * 256)
+        inside = i < n if bound else np.ones(i.size, bool)
+        diff = np.abs(new[np.minimum(i, new.size - 1)].astype(np.float64) - old[np.minimum(i, old.size - 1)])
+        slots = np.where(inside, diff, np.nan if (unset_slots and probed) else 0.0).reshape(blocks, 256)
+        if per == "element":                           # exact sums: one add per element, the same total
+            total[0] = np.float32(total[0] + slots[inside.reshape(blocks, 256)].sum())
+            if probed:
+                words[SPAN] += int(inside.sum())
+            return
+        sums = slots.sum(axis=1).astype(np.float32)
+        total[0] = sums[-1] if race else np.float32(total[0] + sums.astype(np.float64).sum())
+        if probed and not race:
+            words[SPAN] += blocks
     return emulate
 
 
@@ -276,16 +329,18 @@ def l1_change(bound=True, unset_slots=False, per="block", race=False):
 ], ids=["solution", "no i < n", "unset slots", "an atomicAdd per element", "no atomicAdd"])
 def test_l1_change_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
-        expect(run("l1_change", emulate, monkeypatch, seed, "20_l1_change"), cause)
+        expect(run("check_l1_change", emulate, monkeypatch, seed, "20_l1_change"), cause)
 
 
 # --- 21: the fused update --------------------------------------------------------------------------
 
-def fused_update(bound=True, formula="right", guard=True, twice=False, drop_last=False):
-    def emulate(threads, args, probed):
+def fused_update(bound=True, formula="right", guard=True, twice=False, drop_last=False, read_first=False):
+    def emulate(threads, args, probed, block):
         in_offsets, in_sources, out_degree, contrib, mass, d, new_rank, new_contrib, n = args
         n, d, mass, one = int(n), np.float32(d), np.float32(mass), np.float32(1)
         v = np.arange(threads)
+        if read_first:
+            read(out_degree, v, v, probed)
         v = v[v < n] if bound else v
         starts, ends = in_offsets[v].astype(np.int64), in_offsets[v + 1].astype(np.int64)
         if drop_last:
@@ -301,13 +356,9 @@ def fused_update(bound=True, formula="right", guard=True, twice=False, drop_last
         degree = out_degree[v].astype(np.float32)
         with np.errstate(divide="ignore", invalid="ignore"):
             c = np.where((degree > 0) | (not guard), r / degree, np.float32(0))
-        second = v + 1 < threads if twice else np.zeros(v.size, bool)   # thread v + 1 stores v as well
-        for out, values in ((new_rank, r), (new_contrib, c)):
-            out[v] = values
-            if probed:
-                words = out.view(np.uint32)
-                np.minimum.at(words, SPAN + v, v.astype(np.uint32))
-                np.maximum.at(words, 2 * SPAN + v, (v + second).astype(np.uint32))
+        last = v + ((v + 1 < threads) if twice else 0)      # thread v + 1 stores v as well
+        store(new_rank, probed, v, r, v, last)
+        store(new_contrib, probed, v, c, v, last)
     return emulate
 
 
@@ -319,51 +370,66 @@ def fused_update(bound=True, formula="right", guard=True, twice=False, drop_last
     (fused_update(guard=False), "out-degree 0"),
     (fused_update(twice=True), "several threads"),
     (fused_update(drop_last=True), "row bounds"),
+    (fused_update(read_first=True), "outside its"),
 ], ids=["solution", "no v < n", "dangling lost", "hard-coded damping", "no guard", "two threads per vertex",
-        "last in-link dropped"])
+        "last in-link dropped", "out_degree read before the check"])
 def test_fused_update_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
-        expect(run("fused_update", emulate, monkeypatch, seed, "21_fused_update"), cause)
+        expect(run("check_fused_update", emulate, monkeypatch, seed, "21_fused_update"), cause)
 
 
 def test_a_kernel_that_writes_its_input_is_named(monkeypatch):
     inner = pull_grid_stride()
 
-    def emulate(threads, args, probed):
-        inner(threads, args, probed)
+    def emulate(threads, args, probed, block):
+        inner(threads, args, probed, block)
         args[2][0] = 1                                   # out_degree[0] = 1, as a student "fixing" degree 0
     for seed in SEEDS[:2]:
-        expect(run("pull_grid_stride", emulate, monkeypatch, seed, "10_pull_grid_stride"),
+        expect(run("check_pull_grid_stride", emulate, monkeypatch, seed, "10_pull_grid_stride"),
                "wrote into its input out_degree")
 
 
 def test_a_hung_kernel_stops_the_checker_with_a_message(monkeypatch):
     class Hung(FakeDevice):
         def launch(self, kernel, grid, block, args):
-            raise checks_gpu.Wrong("the kernel did not finish within 1 s", checks_gpu.HUNG.format(limit=1), stop=True)
+            raise Wrong("the kernel did not finish within 1 s", device.HUNG.format(limit=1), stop=True)
 
-    monkeypatch.setattr(checks_gpu, "_open_device", lambda time_limit: Hung(None))
-    report = checks.pull_grid_stride(defined(load("10_pull_grid_stride")[0]), quiet=True, time_limit=1)
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: Hung(None))
+    report = checks.check_pull_grid_stride(defined(load("10_pull_grid_stride")[0]), quiet=True, time_limit=1)
     assert report.stopped and len(report.failures) == 1
     assert "restart the runtime" in report.failures[0].cause and "did not finish within 1 s" in str(report)
 
 
+def test_a_replaced_reference_stops_a_gpu_checker_before_any_launch(monkeypatch):
+    from helpers.checks import pristine
+
+    monkeypatch.setattr(pristine.REFERENCE, "pagerank", lambda *args, **kwargs: None)
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: pytest.fail("no device may be opened"))
+    report = checks.check_fused_update(defined(load("21_fused_update")[0]), quiet=True)
+    assert report.stopped and "helpers.reference.pagerank is not the code" in report.failures[0].detail
+
+
 def test_every_float32_sum_of_the_gpu_inputs_is_exact():
-    """The hub's sum stays below 2**24 units of 2**-24, so every partial sum, in any order, is a float32."""
+    """The hub's sum stays below 2**24 units of 2**-24, so every partial sum, in any order, is a float32;
+    the large graph has more than 2**16 vertices and a hub of more than 2**15 in-links."""
     for seed in SEEDS:
         rng = np.random.default_rng(seed)
-        for graph in checks_gpu._gpu_graphs(rng):
-            dc = checks_gpu.DeviceCase(FakeDevice(None), graph, rng)
-            units = dc.contrib_host / checks_gpu.UNIT
-            assert np.array_equal(units, np.round(units)) and units.max(initial=0) < 512
+        graphs = device.gpu_graphs(rng)
+        assert graphs[-1].num_vertices > 2**16 and graphs[-1].in_degree.max() > 2**15
+        assert graphs[-1].num_vertices + device.PAD < SPAN
+        for graph in graphs:
+            dc = device.DeviceCase(graph, rng)
+            units = dc.contrib_host / device.UNIT
+            assert np.array_equal(units, np.round(units)) and units.max(initial=0) <= device.MAX_UNITS
             assert (graph.in_matrix @ units).max(initial=0) < 2**24
             assert np.array_equal(dc.expected.astype(np.float32).astype(np.float64), dc.expected)
-            # one dropped in-link always shows: the smallest contribution is one unit, far above float32 noise
+            # one dropped in-link always shows: the smallest contribution is one unit, far above float32
+            # noise
             assert units[~graph.dangling].min(initial=1) >= 1
 
 
 def test_the_real_device_launches_then_waits_and_reports_a_kernel_that_does_not_finish():
-    """checks_gpu.Device over a stand-in for CuPy: a launch calls the kernel, then polls its event; an event
+    """device.Device over a stand-in for CuPy: a launch calls the kernel, then polls its event; an event
     that never completes ends in a failure that stops the checker."""
     class Array(np.ndarray):
         def get(self):
@@ -393,14 +459,23 @@ def test_the_real_device_launches_then_waits_and_reports_a_kernel_that_does_not_
         def asarray(host):
             return np.array(host).view(Array)
 
-    device, calls = checks_gpu.Device(Cupy, 0.2), []
-    data = device.put(np.arange(3, dtype=np.float32))
-    device.launch(lambda grid, block, args: calls.append((grid, block, args)), (1,), (256,), (data,))
-    assert calls == [((1,), (256,), (data,))] and device.get(data).tolist() == [0.0, 1.0, 2.0]
+    dev, calls = device.Device(Cupy, 0.2), []
+    data = dev.put(np.arange(3, dtype=np.float32))
+    dev.launch(lambda grid, block, args: calls.append((grid, block, args)), (1,), (256,), (data,))
+    assert calls == [((1,), (256,), (data,))] and dev.get(data).tolist() == [0.0, 1.0, 2.0]
     Event.status = 600                                            # still running, for ever
-    with pytest.raises(checks_gpu.Wrong) as stopped:
-        device.launch(lambda *args: None, (1,), (1,), ())
+    with pytest.raises(Wrong) as stopped:
+        dev.launch(lambda *args: None, (1,), (1,), ())
     assert stopped.value.stop and "did not finish within 0.2 s" in stopped.value.detail
     Event.status = 700                                            # the kernel faulted
     with pytest.raises(RuntimeError, match="illegal memory access"):
-        device.launch(lambda *args: None, (1,), (1,), ())
+        dev.launch(lambda *args: None, (1,), (1,), ())
+
+
+def test_a_kernel_the_probe_does_not_cover_is_checked_by_its_values_and_the_report_says_so(monkeypatch):
+    code = defined(load("10_pull_grid_stride")[0]).replace("const float* rank", "const float rank[]")
+    assert "const float rank[]" in code
+    report = run_source("check_pull_grid_stride", pull_grid_stride(), monkeypatch, code)
+    assert report.ok and "the probed launch was skipped" in report.notes[0], str(report)
+    plain = run("check_pull_grid_stride", pull_grid_stride(), monkeypatch, 1, "10_pull_grid_stride")
+    assert plain.ok and not plain.notes

@@ -1,28 +1,34 @@
-"""The CUDA source lint and the probed copy of a kernel, on the CPU: hazards named with their line, no false
-alarm on correct warp code written in unusual ways, comments and strings ignored; probed copies compile
-for a T4 with NVRTC (the exercise kernels are covered in tests/test_exercises.py)."""
+"""The CUDA source lint and the probed copy of a kernel, on the CPU: hazards named with their line (warp
+collectives, block barriers, block-scoped atomics, the prescribed lane stride), no false alarm on correct
+code written in unusual ways, comments and strings ignored; probed copies compile for a T4 with NVRTC (the
+exercise kernels are covered in tests/test_exercises.py)."""
 import pytest
 
-from helpers import checks_cuda, checks_lint, checks_probe, kernels
+from helpers import kernels
+from helpers.checks import cuda, probe
+from helpers.checks.lint import lint
 
 HEAD = 'extern "C" __global__ void k(const float* x, float* out, int n) {\n'
 
 
-def causes(body: str) -> list[str]:
-    return [h.cause for h in checks_lint.lint(HEAD + body + "}\n", "k")]
+def causes(body: str, lane_stride: str | None = None) -> list[str]:
+    return [h.cause for h in lint(HEAD + body + "}\n", "k", lane_stride=lane_stride)]
 
 
 @pytest.mark.parametrize("body", [
     # a mask named by a macro, by a constant, and one taken with __ballot_sync before the branch
-    "#define FULL 0xffffffff\n float s = x[threadIdx.x];\n s += __shfl_down_sync(FULL, s, 1);\n out[0] = s;\n",
-    "const unsigned int all = ~0u;\n float s = x[threadIdx.x];\n s += __shfl_xor_sync(all, s, 1);\n out[0] = s;\n",
+    "#define FULL 0xffffffff\n float s = x[threadIdx.x];\n s += __shfl_down_sync(FULL, s, 1);\n"
+    " out[0] = s;\n",
+    "const unsigned int all = ~0u;\n float s = x[threadIdx.x];\n s += __shfl_xor_sync(all, s, 1);\n"
+    " out[0] = s;\n",
     "int i = blockIdx.x * blockDim.x + threadIdx.x;\n unsigned m = __ballot_sync(0xffffffff, i < n);\n"
     " if (i < n) { float s = x[i];\n s += __shfl_down_sync(m, s, 1);\n out[i] = s; }\n",
     # a half-warp mask used only by the half that runs it
     "int lane = threadIdx.x % 32;\n float s = x[threadIdx.x];\n"
     " if (lane < 16) s += __shfl_down_sync(0x0000ffff, s, 8);\n out[threadIdx.x] = s;\n",
     # whole warps take the branch: threadIdx.x < 32 and a warp index
-    "float s = x[threadIdx.x];\n if (threadIdx.x < 32) s += __shfl_down_sync(0xffffffff, s, 1);\n out[0] = s;\n",
+    "float s = x[threadIdx.x];\n if (threadIdx.x < 32) s += __shfl_down_sync(0xffffffff, s, 1);\n"
+    " out[0] = s;\n",
     "int warp = threadIdx.x >> 5;\n if (warp == 1) return;\n float s = x[threadIdx.x];\n"
     " s += __shfl_down_sync(0xffffffff, s, 1);\n out[threadIdx.x] = s;\n",
     # hazards written in comments and strings only
@@ -34,7 +40,8 @@ def causes(body: str) -> list[str]:
     # a shared-memory step with barriers, and a Volta-safe warp step (read, sync, write, sync)
     "__shared__ float p[64];\n p[threadIdx.x] = x[threadIdx.x];\n __syncthreads();\n"
     " if (threadIdx.x < 32) { float v = p[threadIdx.x] + p[threadIdx.x + 32];\n __syncwarp();\n"
-    " p[threadIdx.x] = v;\n __syncwarp();\n v += p[threadIdx.x + 16];\n __syncwarp();\n p[threadIdx.x] = v; }\n",
+    " p[threadIdx.x] = v;\n __syncwarp();\n v += p[threadIdx.x + 16];\n __syncwarp();\n"
+    " p[threadIdx.x] = v; }\n",
 ])
 def test_no_false_alarm_on_correct_code(body):
     assert causes(body) == []
@@ -42,7 +49,8 @@ def test_no_false_alarm_on_correct_code(body):
 
 @pytest.mark.parametrize("body, words", [
     ("float s = x[threadIdx.x];\n s += __shfl_down_sync(0xffff, s, 8);\n out[0] = s;\n", "leaves out lanes"),
-    ("unsigned m = __activemask();\n float s = x[threadIdx.x];\n s += __shfl_down_sync(m, s, 1);\n out[0] = s;\n",
+    ("unsigned m = __activemask();\n float s = x[threadIdx.x];\n s += __shfl_down_sync(m, s, 1);\n"
+     " out[0] = s;\n",
      "__activemask() used as a mask"),
     ("int lane = threadIdx.x & 31;\n if (x[lane] == 0.0f) return;\n __syncwarp();\n out[lane] = 1;\n",
      "after some lanes of the warp may have returned"),
@@ -50,44 +58,156 @@ def test_no_false_alarm_on_correct_code(body):
      " for (int k = i; k < n; k += 32) s += __shfl_down_sync(0xffffffff, x[k], 1);\n out[i] = s;\n",
      "inside code that only some lanes of the warp run"),
     ("__shared__ float p[64];\n p[threadIdx.x] = x[threadIdx.x];\n __syncthreads();\n"
-     " for (int s = 32; s > 0; s >>= 1) if (threadIdx.x < s) p[threadIdx.x] += p[threadIdx.x + s];\n out[0] = p[0];\n",
+     " for (int s = 32; s > 0; s >>= 1) if (threadIdx.x < s) p[threadIdx.x] += p[threadIdx.x + s];\n"
+     " out[0] = p[0];\n",
      "no __syncwarp() or __syncthreads() between them"),
 ])
 def test_hazards_are_named_with_their_line(body, words):
-    found = checks_lint.lint(HEAD + body + "}\n", "k")
+    found = lint(HEAD + body + "}\n", "k")
     assert any(words in h.cause for h in found), found
     assert all(h.line > 1 and h.text in (HEAD + body) and "Volta" in h.cause for h in found)
 
 
 def test_a_helper_that_shuffles_counts_as_a_shuffle():
-    code = ("__device__ float warp_sum(float s) {\n for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(0xffffffff, s, o);\n"
+    code = ("__device__ float warp_sum(float s) {\n"
+            " for (int o = 16; o > 0; o /= 2) s += __shfl_down_sync(0xffffffff, s, o);\n"
             " return s;\n}\n" + HEAD + "int lane = threadIdx.x % 32;\n if (lane >= n) return;\n"
             " out[threadIdx.x] = warp_sum(x[threadIdx.x]);\n}\n")
-    assert any("after some lanes" in h.cause and "warp_sum" in h.cause for h in checks_lint.lint(code, "k"))
+    assert any("after some lanes" in h.cause and "warp_sum" in h.cause for h in lint(code, "k"))
 
 
 def test_unreadable_source_gives_no_hazard():
-    assert checks_lint.lint('extern "C" __global__ void k( {{{', "k") == []
-    assert checks_lint.lint("", "k") == []
+    assert lint('extern "C" __global__ void k( {{{', "k") == []
+    assert lint("", "k") == []
 
 
 def test_comments_are_blanked_with_lines_kept():
     code = 'a // b\n/* c\nd */ "e // f" \'/\''
-    assert checks_cuda.strip_comments(code) == 'a     \n    \n     "e // f" \'/\''
+    assert cuda.strip_comments(code) == 'a     \n    \n     "e // f" \'/\''
 
 
 def test_a_probed_kernel_with_unusual_declarations_compiles_for_a_t4():
-    code = ('#define B 256\nextern "C" __global__ void k(const float* __restrict__ x, float* __restrict__ out,\n'
-            '        float* total, int n) {\n    int i = blockIdx.x * blockDim.x + threadIdx.x;  // shared comes later\n'
+    code = ('#define B 256\nextern "C" __global__ void k(const float* __restrict__ x, float* __restrict__ '
+            'out,\n'
+            '        float* total, int n) {\n'
+            '    int i = blockIdx.x * blockDim.x + threadIdx.x;  // shared comes later\n'
             '    if (i >= n) return;\n    __shared__ float a[B], b[2][B];\n    a[threadIdx.x] = x[i];\n'
             '    b[1][threadIdx.x] = a[threadIdx.x];\n    out[i] = b[1][threadIdx.x];\n    out[i] += 1.0f;\n'
             '    float* p = out + i;\n    *p = out[i] * 2;\n    atomicAdd(total, out[i]);\n}\n')
-    probe = checks_probe.probed(code, "k", outputs=("out",), sums=("total",))
-    assert probe.count("checker_probe::poison") == 2 and "checker_probe::Out out{checker_probe_out}" in probe
-    assert ".entry k(" in kernels.nvrtc_compile(probe)
+    probed = probe.probed(code, "k", outputs=("out",), sums=("total",), inputs=("x",))
+    assert probed.count("checker_probe::poison") == 2
+    assert "checker_probe::Out out{checker_probe_out}" in probed
+    assert "checker_probe::In<float> x{checker_probe_x}" in probed
+    assert ".entry k(" in kernels.nvrtc_compile(probed)
 
 
 def test_no_probe_where_the_parameter_is_not_a_plain_float_pointer():
     code = 'extern "C" __global__ void k(const float* x, double* out, int n) { out[0] = x[0]; }'
-    assert checks_probe.probed(code, "k", outputs=("out",)) is None
-    assert checks_probe.probed(code, "other", outputs=()) is None
+    assert probe.probed(code, "k", outputs=("out",)) is None
+    assert probe.probed(code, "other", outputs=()) is None
+
+
+BLOCK_HEAD = 'extern "C" __global__ void k(const float* x, float* out, float* total, int n) {\n'
+
+
+@pytest.mark.parametrize("body", [
+    # a return every thread of the block takes alike, then barriers
+    "__shared__ float p[256];\n if (blockIdx.x * blockDim.x >= n) return;\n"
+    " p[threadIdx.x] = x[threadIdx.x];\n"
+    " __syncthreads();\n out[blockIdx.x] = p[0];\n",
+    # the tree: the branch holds the work, the barrier is outside it; the loop's bound is the same for all
+    "__shared__ float p[256];\n int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    " p[threadIdx.x] = i < n ? x[i] : 0.0f;\n"
+    " __syncthreads();\n for (int s = blockDim.x / 2; s > 0; s >>= 1) {\n"
+    "  if (threadIdx.x < s) p[threadIdx.x] += p[threadIdx.x + s];\n  __syncthreads();\n }\n"
+    " if (threadIdx.x == 0) atomicAdd(total, p[0]);\n",
+    # block-scoped atomics on shared memory, and on a global element only this block touches
+    "__shared__ float s;\n if (threadIdx.x == 0) s = 0.0f;\n __syncthreads();\n"
+    " atomicAdd_block(&s, x[threadIdx.x]);\n"
+    " __syncthreads();\n if (threadIdx.x == 0) out[blockIdx.x] = s;\n",
+    "atomicAdd_block(&out[blockIdx.x], x[threadIdx.x]);\n",
+])
+def test_no_false_alarm_on_correct_block_code(body):
+    assert [h.cause for h in lint(BLOCK_HEAD + body + "}\n", "k")] == []
+
+
+@pytest.mark.parametrize("body, words", [
+    ("__shared__ float p[256];\n p[threadIdx.x] = x[threadIdx.x];\n __syncthreads();\n"
+     " for (int s = 128; s > 0; s >>= 1) {\n  if (threadIdx.x < s) {\n"
+     "   p[threadIdx.x] += p[threadIdx.x + s];\n"
+     "   __syncthreads();\n  }\n }\n out[0] = p[0];\n", "inside code that only part of the block runs"),
+    ("__shared__ float p[256];\n int i = blockIdx.x * blockDim.x + threadIdx.x;\n if (i >= n) return;\n"
+     " p[threadIdx.x] = x[i];\n __syncthreads();\n out[i] = p[0];\n",
+     "after some threads of the block may have returned"),
+    ("int i = blockIdx.x * blockDim.x + threadIdx.x;\n if (i < n) atomicAdd_block(total, x[i]);\n",
+     "atomic only among the threads of one block"),
+    ("atomicMax_block((int*)out, 1);\n", "atomicMax_block() on out"),
+])
+def test_block_hazards_are_named_with_their_line(body, words):
+    found = lint(BLOCK_HEAD + body + "}\n", "k")
+    assert any(words in h.cause for h in found), found
+    assert all(h.line > 1 and h.text in (BLOCK_HEAD + body) for h in found)
+
+
+def test_a_helper_with_a_barrier_counts_as_a_barrier():
+    code = ("__device__ void wait_all() { __syncthreads(); }\n" + BLOCK_HEAD +
+            " if (threadIdx.x >= 32) return;\n wait_all();\n out[threadIdx.x] = x[threadIdx.x];\n}\n")
+    assert any("call of wait_all()" in h.cause and "returned" in h.cause for h in lint(code, "k"))
+
+
+ROW_HEAD = 'extern "C" __global__ void k(const int* in_offsets, const int* in_sources, const float* x,\n' \
+           '                              float* out,\n' \
+           '                              int n, int width) {\n'
+WARP = " int v = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;\n" \
+       " if (v >= n) return;\n" \
+       " float s = 0.0f;\n"
+
+
+@pytest.mark.parametrize("loop, prescribed", [
+    ("for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += 32) s += x[in_sources[k]];\n", "32"),
+    ("for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += warpSize) s += x[in_sources[k]];\n",
+     "32"),
+    ("const int W = 32;\n int k = in_offsets[v] + lane;\n"
+     " while (k < in_offsets[v + 1]) { s += x[in_sources[k]]; k += W; }\n",
+     "32"),
+    ("for (int base = in_offsets[v]; base < in_offsets[v + 1]; base += 32) {\n int k = base + lane;\n"
+     " if (k < in_offsets[v + 1]) s += x[in_sources[k]];\n }\n", "32"),
+    ("int w = width;\n for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += w) s += "
+     "x[in_sources[k]];\n",
+     "width"),
+    # the grid-stride loop around the row loop is not a lane stride
+    ("for (int u = v; u < n; u += gridDim.x * blockDim.x / 32)\n"
+     " for (int k = in_offsets[u] + lane; k < in_offsets[u + 1]; k += 32) s += x[in_sources[k]];\n", "32"),
+])
+def test_the_prescribed_lane_stride_passes(loop, prescribed):
+    assert lint(ROW_HEAD + WARP + loop + " out[v] = s;\n}\n", "k", lane_stride=prescribed) == []
+
+
+@pytest.mark.parametrize("loop, prescribed, got", [
+    ("int chunk = (in_offsets[v + 1] - in_offsets[v] + 31) / 32;\n int b = in_offsets[v] + lane * chunk;\n"
+     " for (int k = b; k < min(b + chunk, in_offsets[v + 1]); ++k) s += x[in_sources[k]];\n", "32", "1"),
+    ("for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += 16) s += x[in_sources[k]];\n", "32",
+     "16"),
+    ("for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k = k + 32) s += x[in_sources[k]];\n",
+     "width",
+     "32"),
+])
+def test_another_lane_stride_is_named(loop, prescribed, got):
+    found = lint(ROW_HEAD + WARP + loop + " out[v] = s;\n}\n", "k", lane_stride=prescribed)
+    assert [h.cause for h in found] and all(f"by {prescribed} as the exercise prescribes (this loop steps "
+                                            f"by {got})"
+                                            in h.cause for h in found), found
+    assert lint(ROW_HEAD + WARP + loop + " out[v] = s;\n}\n",
+                "k") == []          # no stride prescribed: silent
+
+
+def test_inputs_are_probed_whichever_side_const_is_on_and_arrays_are_not():
+    code = ('extern "C" __global__ void k(float const* __restrict__ x, const int* const index, float* out,\n'
+            '                             int n) {\n'
+            '    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n) out[i] = x[index[i]];\n}\n')
+    probed = probe.probed(code, "k", outputs=("out",), inputs=("x", "index"))
+    assert "checker_probe::In<float> x{checker_probe_x}" in probed
+    assert "checker_probe::In<int> index" in probed
+    assert ".entry k(" in kernels.nvrtc_compile(probed)
+    array = code.replace("float const* __restrict__ x", "const float x[]")
+    assert probe.probed(array, "k", inputs=("x",)) is None

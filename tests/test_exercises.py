@@ -1,17 +1,26 @@
 """Exercises: student versions in step with their solutions and without outputs; every checker passes the
 solution and unusual but correct answers, fails the stub and fails typical wrong answers (mutants of the
-solution) with the right cause, the bounds mutants on every seed. CPU checkers run everywhere; every
-exercise kernel (solution, stub, mutants, correct variants, and their probed copies) compiles for a T4
-without a GPU and is linted here; the GPU checkers run in the GPU suite."""
+solution) with the right cause, the bounds mutants on every seed. The wrong answers include each kind that
+once passed: state kept across calls, integer types too narrow for the large inputs, the task's edge cases,
+reads past the end, barriers and atomics of the wrong scope, a lane stride other than the prescribed one,
+and answers whose cause used to be misnamed; hostile code (a bare except in a loop, writes through the call
+stack, a replaced reference) is stopped or fails. CPU checkers run everywhere; every exercise kernel
+(solution, stub, mutants, correct variants, and their probed copies) compiles for a T4 without a GPU and
+is linted here; the GPU checkers run in the GPU suite."""
 import json
+import time
 
+import numpy as np
 import pytest
 
-from helpers import checks, checks_lint, checks_probe, kernels
+from helpers import checks, kernels
 from helpers.course import students as exercises
+from helpers.checks.lint import lint
+from helpers.checks.probe import probed
 from test_kernels import COMPILED
 
-# exercise -> [(the wrong answer, text in the solution, what replaces it, words the likely cause must contain)]
+# exercise -> [(the wrong answer, text in the solution, what replaces it, words the likely cause must
+# contain)]
 MUTANTS = {
     "01_pagerank_step": [
         ("dangling mass dropped", "(damping * dangling_mass + 1.0 - damping) / n", "(1.0 - damping) / n",
@@ -21,12 +30,16 @@ MUTANTS = {
         ("out-degree of the target", "weights=contrib[sources]",
          "weights=ranks[sources] / np.maximum(graph.out_degree[targets], 1)", "not summing to 1"),
         ("degree 0 patched in the graph", "contrib = np.divide(ranks, graph.out_degree, out=np.zeros(n), "
-         "where=graph.out_degree > 0)", "deg = graph.out_degree\n    deg[deg == 0] = 1\n    contrib = ranks / deg",
+         "where=graph.out_degree > 0)",
+         "deg = graph.out_degree\n    deg[deg == 0] = 1\n    contrib = ranks / deg",
          "modified its input (graph.out_degree)"),
-        ("contributions computed in the ranks", "contrib = np.divide(ranks, graph.out_degree, out=np.zeros(n), "
-         "where=graph.out_degree > 0)", "has = graph.out_degree > 0\n    ranks[has] /= graph.out_degree[has]\n"
+        ("contributions computed in the ranks",
+         "contrib = np.divide(ranks, graph.out_degree, out=np.zeros(n), "
+         "where=graph.out_degree > 0)",
+         "has = graph.out_degree > 0\n    ranks[has] /= graph.out_degree[has]\n"
          "    contrib = np.where(has, ranks, 0.0)", "modified its input (ranks)"),
-        ("hard-coded damping", "    n = graph.num_vertices\n", "    damping = 0.85\n    n = graph.num_vertices\n",
+        ("hard-coded damping", "    n = graph.num_vertices\n",
+         "    damping = 0.85\n    n = graph.num_vertices\n",
          "hard-coded"),
         ("renormalised", "return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
          "new = damping * pulled + (1.0 - damping) / n\n    return new / new.sum()", "renormalised"),
@@ -38,26 +51,62 @@ MUTANTS = {
          "return (damping * pulled + (damping * dangling_mass + 1.0 - damping) / n).astype(np.float32)",
          "must be float64"),
         ("no return", "return damping * pulled", "damping * pulled", "must be a 1-D array"),
+        # state across calls, overflow at scale, unusual returns
+        ("one buffer returned by every call",
+         "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "    out = pagerank_step.__dict__.setdefault('out', {}).setdefault(n, np.empty(n))\n"
+         "    out[:] = damping * pulled + (damping * dangling_mass + 1.0 - damping) / n\n    return out",
+         "state kept across calls: what your function returned was overwritten by a later call"),
+        ("contributions cached per graph",
+         "    contrib = np.divide(ranks, graph.out_degree, out=np.zeros(n), "
+         "where=graph.out_degree > 0)",
+         "    contrib = pagerank_step.__dict__.setdefault('cache', {}).setdefault(id(graph), "
+         "np.divide(ranks, graph.out_degree, out=np.zeros(n), where=graph.out_degree > 0))",
+         "the first call on this graph is right"),
+        ("vertex ids in uint16", "np.bincount(targets, weights",
+         "np.bincount(targets.astype(np.uint16), weights",
+         "only the largest input"),
+        ("a generator", "    return damping * pulled", "    yield damping * pulled",
+         "yields instead of returning"),
+        ("a longdouble result",
+         "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "    return (damping * pulled + (damping * dangling_mass + 1.0 - damping) / "
+         "n).astype(np.longdouble)",
+         "more digits"),
     ],
     "02_transpose": [
         ("bincount without minlength", "np.bincount(out_targets, minlength=num_vertices)",
          "np.bincount(out_targets)", "row bounds"),
         ("no leading 0 in the offsets", "np.concatenate([[0], np.cumsum(np.bincount(out_targets, "
-         "minlength=num_vertices))])", "np.cumsum(np.bincount(out_targets, minlength=num_vertices))", "row bounds"),
+         "minlength=num_vertices))])", "np.cumsum(np.bincount(out_targets, minlength=num_vertices))",
+         "row bounds"),
         ("unstable sort by target", 'np.argsort(out_targets, kind="stable")', "np.argsort(out_targets)",
          "wrong order"),
-        ("targets instead of sources", "return in_offsets, sources[order]", "return in_offsets, out_targets[order]",
+        ("targets instead of sources", "return in_offsets, sources[order]",
+         "return in_offsets, out_targets[order]",
          "the edges' sources"),
         ("float offsets", "np.bincount(out_targets, minlength=num_vertices)",
-         "np.bincount(out_targets, weights=np.ones(out_targets.size), minlength=num_vertices)", "must hold integers"),
+         "np.bincount(out_targets, weights=np.ones(out_targets.size), minlength=num_vertices)",
+         "must hold integers"),
         ("the caller's targets sorted", "return in_offsets, sources[order]",
          "out_targets.sort()\n    return in_offsets, sources[order]", "modified its input (out_targets)"),
         ("the pair swapped", "return in_offsets, sources[order]", "return sources[order], in_offsets",
          "wrong order: return (in_offsets, in_sources)"),
-        ("three arrays returned", "return in_offsets, sources[order]", "return in_offsets, sources[order], order",
+        ("three arrays returned", "return in_offsets, sources[order]",
+         "return in_offsets, sources[order], order",
          "return a pair"),
         ("only the sources returned", "return in_offsets, sources[order]", "return sources[order]",
          "return a pair"),
+        ("in-degree counts in int16", "np.bincount(out_targets, minlength=num_vertices)",
+         "np.bincount(out_targets, minlength=num_vertices).astype(np.int16).astype(np.int64)",
+         "the in-link counts overflow int16"),
+        ("an int32 sort key target * n + source", 'np.argsort(out_targets, kind="stable")',
+         "np.argsort(out_targets.astype(np.int32) * np.int32(num_vertices) + sources.astype(np.int32))",
+         "the sort key target * n + source overflow int32"),
+        ("one buffer for the offsets", "    return in_offsets, sources[order]",
+         "    buffer = transpose.__dict__.setdefault('buffer', np.zeros(10**6, dtype=np.int64))\n"
+         "    buffer[:in_offsets.size] = in_offsets\n    return buffer[:in_offsets.size], sources[order]",
+         "state kept across calls"),
     ],
     "03_power_iteration": [
         ("residual scaled by N", "change = np.abs(new - ranks).sum()", "change = np.abs(new - ranks).mean()",
@@ -68,30 +117,70 @@ MUTANTS = {
          "(1.0 - damping) / n", "dangling mass lost"),
         ("count one too high", "for iterations in range(1, max_iter + 1):",
          "for iterations in range(2, max_iter + 2):", "off by one"),
-        ("max_iter ignored", "for iterations in range(1, max_iter + 1):", "for iterations in range(1, 100_001):",
+        ("max_iter ignored", "for iterations in range(1, max_iter + 1):",
+         "for iterations in range(1, 100_001):",
          "max_iter not honoured"),
-        ("hard-coded damping", "    n = graph.num_vertices\n", "    damping = 0.85\n    n = graph.num_vertices\n",
+        ("hard-coded damping", "    n = graph.num_vertices\n",
+         "    damping = 0.85\n    n = graph.num_vertices\n",
          "hard-coded"),
         ("degree 0 patched in the graph", "    share = 1.0 / graph.out_degree[sources]",
          "    graph.out_degree[graph.out_degree == 0] = 1\n    share = 1.0 / graph.out_degree[sources]",
          "modified its input (graph.out_degree)"),
-        ("renormalised", "new = damping * pulled + (damping * ranks[graph.dangling].sum() + 1.0 - damping) / n",
+        ("renormalised",
+         "new = damping * pulled + (damping * ranks[graph.dangling].sum() + 1.0 - damping) / n",
          "new = damping * pulled + (1.0 - damping) / n\n        new = new / new.sum()", "renormalised"),
         ("only the ranks returned", "return ranks, iterations", "return ranks", "return a pair"),
-        ("iterations as a float", "return ranks, iterations", "return ranks, float(iterations)", "must be an int"),
+        ("iterations as a float", "return ranks, iterations", "return ranks, float(iterations)",
+         "must be an int"),
+        ("a float32 start vector", "ranks = np.full(n, 1.0 / n)",
+         "ranks = np.full(n, 1.0 / n, dtype=np.float32)",
+         "the start vector is float32"),
+        ("a warm start kept between calls", None,
+         "    n = graph.num_vertices\n    sources, targets = graph.edges()\n"
+         "    share = 1.0 / graph.out_degree[sources]\n"
+         "    last = power_iteration.__dict__.setdefault('last', {})\n"
+         "    ranks = last.get(n, np.full(n, 1.0 / n))\n"
+         "    for iterations in range(1, max_iter + 1):\n"
+         "        pulled = np.bincount(targets, weights=ranks[sources] * share, minlength=n)\n"
+         "        new = damping * pulled + (damping * ranks[graph.dangling].sum() + 1.0 - damping) / n\n"
+         "        change = np.abs(new - ranks).sum()\n        ranks = new\n        if change < tol:\n"
+         "            break\n"
+         "    last[n] = ranks\n    return ranks, iterations\n",
+         "a warm start: this run started from the ranks an earlier call returned"),
+        ("the change as a difference of sums", "change = np.abs(new - ranks).sum()",
+         "change = abs(new.sum() - ranks.sum())", "the loop stopped after 1 step(s) although"),
+        ("the new ranks written into the old array",
+         "        new = damping * pulled + (damping * ranks[graph.dangling].sum() + 1.0 - damping) / n\n",
+         "        new = ranks\n        new[:] = damping * pulled + (damping * ranks[graph.dangling].sum() + "
+         "1.0 - damping) / n\n",
+         "the loop stopped after 1 step(s) although"),
     ],
     "33_top_k": [
         ("reversed ascending sort", 'np.argsort(-np.asarray(ranks), kind="stable")',
          'np.argsort(np.asarray(ranks), kind="stable")[::-1]', "ties broken the wrong way"),
-        ("argpartition, unordered", 'order = np.argsort(-np.asarray(ranks), kind="stable")\n    return order[:k]',
+        ("argpartition, unordered",
+         'order = np.argsort(-np.asarray(ranks), kind="stable")\n    return order[:k]',
          "return np.argpartition(-np.asarray(ranks), min(k, len(ranks)) - 1)[:k]", "wrong"),
-        ("the caller's ranks reordered", "    return order[:k]", "    ranks[:] = ranks[order]\n    return order[:k]",
+        ("the caller's ranks reordered", "    return order[:k]",
+         "    ranks[:] = ranks[order]\n    return order[:k]",
          "modified its input (ranks)"),
         ("float indices", "return order[:k]", "return order[:k].astype(float)", "must hold integers"),
-        ("the ranks returned", "return order[:k]", "return np.asarray(ranks)[order[:k]]", "ranks themselves"),
-        ("default (unstable) sort", 'np.argsort(-np.asarray(ranks), kind="stable")', "np.argsort(-np.asarray(ranks))",
+        ("the ranks returned", "return order[:k]", "return np.asarray(ranks)[order[:k]]",
+         "ranks themselves"),
+        ("default (unstable) sort", 'np.argsort(-np.asarray(ranks), kind="stable")',
+         "np.argsort(-np.asarray(ranks))",
          "ties broken the wrong way"),
         ("one short", "return order[:k]", "return order[:k - 1]", "exactly k"),
+        ("a [-k:] slice, all for k = 0", "return order[:k]", "return order[::-1][-k:][::-1]",
+         "k = 0 must give no index"),
+        ("compared in float32", 'np.argsort(-np.asarray(ranks), kind="stable")',
+         'np.argsort(-np.asarray(ranks, dtype=np.float32), kind="stable")', "compared in float32"),
+        ("ids in int16", "return order[:k]", "return order[:k].astype(np.int16)",
+         "the vertex ids overflow int16"),
+        ("a view of one buffer", "    return order[:k]",
+         "    buffer = top_k.__dict__.setdefault('buffer', np.zeros(10**6, dtype=np.int64))\n"
+         "    buffer[:order[:k].size] = order[:k]\n    return buffer[:order[:k].size]",
+         "state kept across calls"),
     ],
     "10_pull_grid_stride": [
         ("no grid-stride step", "v += blockDim.x * gridDim.x", "v += n", "never written"),
@@ -100,12 +189,16 @@ MUTANTS = {
         ("stride of one block", "v += blockDim.x * gridDim.x", "v += blockDim.x", "wrong grid stride"),
         ("start without blockIdx", "int v = blockIdx.x * blockDim.x + threadIdx.x;", "int v = threadIdx.x;",
          "wrong grid stride"),
-        ("last in-link skipped", "k < in_offsets[v + 1]", "k < in_offsets[v + 1] - 1", "misses its last in-link"),
+        ("last in-link skipped", "k < in_offsets[v + 1]", "k < in_offsets[v + 1] - 1",
+         "misses its last in-link"),
         ("out-degree of v", "sum += rank[u] / out_degree[u];", "sum += rank[u] / out_degree[v];",
          "the out-degree of u"),
+        ("the stride written as the one launch's 384", "v += blockDim.x * gridDim.x", "v += 384",
+         "not by a number that fits one launch"),
     ],
-    "11_push_rank": [
-        ("missing atomicAdd", "atomicAdd(&pulled[out_targets[k]], share);", "pulled[out_targets[k]] += share;",
+    "11_push_atomic": [
+        ("missing atomicAdd", "atomicAdd(&pulled[out_targets[k]], share);",
+         "pulled[out_targets[k]] += share;",
          "race"),
         ("off-by-one row bound", "k < out_offsets[u + 1]", "k <= out_offsets[u + 1]", "row bounds"),
         ("no u < n", "if (u >= n || out_degree[u] == 0) return;", "if (out_degree[u] == 0) return;",
@@ -116,9 +209,16 @@ MUTANTS = {
          "adds rank[u] / out_degree[u]"),
         ("last out-link skipped", "k < out_offsets[u + 1]", "k < out_offsets[u + 1] - 1",
          "misses its last out-link"),
+        ("rank read before the bounds check", "    if (u >= n || out_degree[u] == 0) return;\n"
+         "    float share = rank[u] / out_degree[u];",
+         "    float share = rank[u] / out_degree[u];\n    if (u >= n || out_degree[u] == 0) return;",
+         "outside its"),
+        ("atomicAdd_block", "atomicAdd(&pulled[out_targets[k]], share);",
+         "atomicAdd_block(&pulled[out_targets[k]], share);", "atomic only among the threads of one block"),
     ],
     "12_contributions_split": [
-        ("no dangling guard", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;", "contrib[u] = rank[u] / degree;",
+        ("no dangling guard", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;",
+         "contrib[u] = rank[u] / degree;",
          "out-degree 0"),
         ("dangling contributions never written", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;",
          "if (degree > 0) contrib[u] = rank[u] / degree;", "never written"),
@@ -129,14 +229,19 @@ MUTANTS = {
         ("rank as a dangling contribution", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;",
          "contrib[u] = degree > 0 ? rank[u] / degree : rank[u];", "0 for dangling ones"),
         ("the next vertex written too", "    if (u >= n) return;\n",
-         "    if (u >= n) return;\n    if (u + 1 < n) { int d1 = out_degree[u + 1]; contrib[u + 1] = d1 > 0 ? "
+         "    if (u >= n) return;\n    if (u + 1 < n) { int d1 = out_degree[u + 1]; contrib[u + 1] = d1 > 0 "
+         "? "
          "rank[u + 1] / d1 : 0.0f; }\n", "stored by several threads"),
+        ("out_degree read before the bounds check",
+         "    if (u >= n) return;\n    int degree = out_degree[u];",
+         "    int degree = out_degree[u];\n    if (u >= n) return;", "outside its"),
     ],
-    "13_pull_warp_rank": [
+    "13_pull_warp": [
         ("shuffle tree from offset 8", "int offset = 16;", "int offset = 8;", "not all combined"),
         ("lane stride 1", "k += 32", "k += 1", "not all combined"),
         ("no v < n", "    if (v >= n) return;", "", "past the end"),
-        ("half-warp mask", "__shfl_down_sync(0xffffffffu", "__shfl_down_sync(0x0000ffffu", "leaves out lanes"),
+        ("half-warp mask", "__shfl_down_sync(0xffffffffu", "__shfl_down_sync(0x0000ffffu",
+         "leaves out lanes"),
         ("__activemask as the mask", "__shfl_down_sync(0xffffffffu", "__shfl_down_sync(__activemask()",
          "__activemask() used as a mask"),
         ("idle lanes return", "    float sum = 0.0f;\n",
@@ -146,11 +251,18 @@ MUTANTS = {
          "    if (lane == 0) pulled[v] = sum;",
          "        sum += __shfl_xor_sync(0xffffffffu, sum, offset);\n    }\n    pulled[v] = sum;",
          "several lanes store"),
+        ("lanes read contiguous chunks",
+         "    for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += 32) {",
+         "    int chunk = (in_offsets[v + 1] - in_offsets[v] + 31) / 32;\n"
+         "    int begin = in_offsets[v] + lane * chunk;\n"
+         "    for (int k = begin; k < min(begin + chunk, in_offsets[v + 1]); ++k) {",
+         "do not stride the in-links by 32"),
     ],
     "14_pull_list": [
         ("shuffle with the wrong width", "for (int offset = width / 2; offset > 0; offset /= 2) {\n"
          "        sum += __shfl_down_sync(0xffffffffu, sum, offset, width);",
-         "for (int offset = 16; offset > 0; offset /= 2) {\n        sum += __shfl_down_sync(0xffffffffu, sum, offset);",
+         "for (int offset = 16; offset > 0; offset /= 2) {\n"
+         "        sum += __shfl_down_sync(0xffffffffu, sum, offset);",
          "neighbouring group"),
         ("lane numbered within the warp", "int lane = threadIdx.x % width;", "int lane = threadIdx.x % 32;",
          "lane = threadIdx.x % width"),
@@ -158,28 +270,45 @@ MUTANTS = {
         ("no i < count", "int v = i < count ? vertices[i] : -1;", "int v = vertices[i];", "i < count"),
         ("i <= count", "int v = i < count ?", "int v = i <= count ?", "i < count"),
         ("groups past the list return", "int v = i < count ? vertices[i] : -1;",
-         "if (i >= count) return;\n    int v = vertices[i];", "after some lanes of the warp may have returned"),
-        ("shuffles inside the branch", "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) "
-         "sum += contrib[in_sources[k]];\n    }\n    for (int offset = width / 2; offset > 0; offset /= 2) {\n"
+         "if (i >= count) return;\n    int v = vertices[i];",
+         "after some lanes of the warp may have returned"),
+        ("shuffles inside the branch",
+         "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) "
+         "sum += contrib[in_sources[k]];\n    }\n"
+         "    for (int offset = width / 2; offset > 0; offset /= 2) {\n"
          "        sum += __shfl_down_sync(0xffffffffu, sum, offset, width);\n    }",
-         "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) sum += contrib[in_sources[k]];\n"
+         "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) sum += "
+         "contrib[in_sources[k]];\n"
          "        for (int offset = width / 2; offset > 0; offset /= 2) {\n"
          "            sum += __shfl_down_sync(0xffffffffu, sum, offset, width);\n        }\n    }",
          "inside code that only some lanes of the warp run"),
         ("every lane stores", "        sum += __shfl_down_sync(0xffffffffu, sum, offset, width);\n    }\n"
          "    if (v >= 0 && lane == 0) pulled[v] = sum;",
-         "        sum += __shfl_xor_sync(0xffffffffu, sum, offset, width);\n    }\n    if (v >= 0) pulled[v] = sum;",
+         "        sum += __shfl_xor_sync(0xffffffffu, sum, offset, width);\n    }\n"
+         "    if (v >= 0) pulled[v] = sum;",
          "several lanes store"),
+        ("lanes read contiguous chunks",
+         "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) "
+         "sum += contrib[in_sources[k]];",
+         "        int chunk = (in_offsets[v + 1] - in_offsets[v] + width - 1) / width;\n"
+         "        int begin = in_offsets[v] + lane * chunk;\n"
+         "        for (int k = begin; k < min(begin + chunk, in_offsets[v + 1]); ++k) sum += "
+         "contrib[in_sources[k]];",
+         "do not stride the in-links by width"),
     ],
     "20_l1_change": [
         ("missing atomicAdd", "atomicAdd(total, partial[0]);", "*total += partial[0];", "race"),
-        ("residual scaled by N", "atomicAdd(total, partial[0]);", "atomicAdd(total, partial[0] / n);", "scaled by N"),
+        ("residual scaled by N", "atomicAdd(total, partial[0]);", "atomicAdd(total, partial[0] / n);",
+         "scaled by N"),
         ("no absolute value", "fabsf(new_rank[i] - old_rank[i])", "(new_rank[i] - old_rank[i])", "fabsf"),
         ("no i < n", "partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;",
          "partial[threadIdx.x] = fabsf(new_rank[i] - old_rank[i]);", "past n were added"),
-        ("slots past n never written", "partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;",
-         "if (i < n) partial[threadIdx.x] = fabsf(new_rank[i] - old_rank[i]);", "shared memory it never wrote"),
-        ("an atomicAdd per element", "partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;",
+        ("slots past n never written",
+         "partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;",
+         "if (i < n) partial[threadIdx.x] = fabsf(new_rank[i] - old_rank[i]);",
+         "shared memory it never wrote"),
+        ("an atomicAdd per element",
+         "partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;",
          "partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;\n"
          "    if (i < n) atomicAdd(total, partial[threadIdx.x]);\n    return;", "one atomicAdd per block"),
         ("no barrier between steps", "partial[threadIdx.x + stride];\n        __syncthreads();",
@@ -190,26 +319,42 @@ MUTANTS = {
          "        __syncthreads();\n    }",
          "    for (int stride = blockDim.x / 2; stride > 32; stride /= 2) {\n"
          "        if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];\n"
-         "        __syncthreads();\n    }\n    if (threadIdx.x < 32) {\n        volatile float* s = partial;\n"
+         "        __syncthreads();\n    }\n    if (threadIdx.x < 32) {\n"
+         "        volatile float* s = partial;\n"
          "        s[threadIdx.x] += s[threadIdx.x + 32];\n        s[threadIdx.x] += s[threadIdx.x + 16];\n"
          "        s[threadIdx.x] += s[threadIdx.x + 8];\n        s[threadIdx.x] += s[threadIdx.x + 4];\n"
-         "        s[threadIdx.x] += s[threadIdx.x + 2];\n        s[threadIdx.x] += s[threadIdx.x + 1];\n    }",
+         "        s[threadIdx.x] += s[threadIdx.x + 2];\n        s[threadIdx.x] += s[threadIdx.x + 1];\n"
+         "    }",
          "no __syncwarp() or __syncthreads() between them"),
+        ("a barrier inside if (threadIdx.x < stride)",
+         "        if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];\n"
+         "        __syncthreads();",
+         "        if (threadIdx.x < stride) {\n"
+         "            partial[threadIdx.x] += partial[threadIdx.x + stride];\n"
+         "            __syncthreads();\n        }", "inside code that only part of the block runs"),
+        ("an early return before the barriers", "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n",
+         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n",
+         "after some threads of the block may have returned"),
     ],
     "21_fused_update": [
-        ("dangling mass dropped", "(d * dangling_mass + (1.0f - d)) / n", "(1.0f - d) / n", "dangling mass lost"),
-        ("teleport not divided by n", "(d * dangling_mass + (1.0f - d)) / n", "d * dangling_mass / n + (1.0f - d)",
+        ("dangling mass dropped", "(d * dangling_mass + (1.0f - d)) / n", "(1.0f - d) / n",
+         "dangling mass lost"),
+        ("teleport not divided by n", "(d * dangling_mass + (1.0f - d)) / n",
+         "d * dangling_mass / n + (1.0f - d)",
          "not summing to 1"),
         ("no dangling guard", "degree > 0 ? r / degree : 0.0f", "r / degree", "out-degree 0"),
         ("no v < n", "    if (v >= n) return;\n", "", "past the end"),
         ("hard-coded damping", "float r = d * sum + (d * dangling_mass + (1.0f - d)) / n;",
          "float r = 0.85f * sum + (0.85f * dangling_mass + 0.15f) / n;", "hard-coded"),
-        ("dangling share not damped", "(d * dangling_mass + (1.0f - d)) / n", "(dangling_mass + (1.0f - d)) / n",
+        ("dangling share not damped", "(d * dangling_mass + (1.0f - d)) / n",
+         "(dangling_mass + (1.0f - d)) / n",
          "not damped"),
         ("last in-link skipped", "k < in_offsets[v + 1]; ++k", "k < in_offsets[v + 1] - 1; ++k",
          "misses its last in-link"),
         ("next contribution from the old one", "new_contrib[v] = degree > 0 ? r / degree : 0.0f;",
          "new_contrib[v] = degree > 0 ? contrib[v] : 0.0f;", "the NEW rank / out-degree"),
+        ("out_degree read before the bounds check", "    if (v >= n) return;\n",
+         "    int early = out_degree[v];\n    if (v >= n || early < 0) return;\n", "outside its"),
     ],
 }
 
@@ -222,16 +367,22 @@ CORRECT = {
          "    for v in range(n):\n        total = 0.0\n"
          "        for u in graph.in_sources[graph.in_offsets[v]:graph.in_offsets[v + 1]]:\n"
          "            total += ranks[u] / graph.out_degree[u]\n"
-         "        new[v] = damping * total + (damping * dangling_mass + 1.0 - damping) / n\n    return new\n"),
+         "        new[v] = damping * total + (damping * dangling_mass + 1.0 - damping) / n\n    return new\n"
+         ""),
         ("the in-matrix product", None,
          "    n = graph.num_vertices\n    degree = graph.out_degree\n"
          "    contrib = np.where(degree > 0, ranks / np.maximum(degree, 1), 0.0)\n"
-         "    return damping * (graph.in_matrix @ contrib) + (damping * ranks @ graph.dangling + 1 - damping) / n\n"),
+         "    return damping * (graph.in_matrix @ contrib) + (damping * ranks @ graph.dangling + 1 - "
+         "damping) / n\n"),
+        ("a Python list of floats",
+         "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "    return list(damping * pulled + (damping * dangling_mass + 1.0 - damping) / n)"),
     ],
     "02_transpose": [
         ("a Python loop over vertices", None,
          "    rows = [[] for _ in range(num_vertices)]\n    for u in range(num_vertices):\n"
-         "        for k in range(out_offsets[u], out_offsets[u + 1]):\n            rows[out_targets[k]].append(u)\n"
+         "        for k in range(out_offsets[u], out_offsets[u + 1]):\n"
+         "            rows[out_targets[k]].append(u)\n"
          "    in_offsets = np.zeros(num_vertices + 1, dtype=np.int64)\n"
          "    in_offsets[1:] = np.cumsum([len(r) for r in rows])\n"
          "    return in_offsets, np.array([u for r in rows for u in r], dtype=np.int32)\n"),
@@ -243,16 +394,36 @@ CORRECT = {
     "03_power_iteration": [
         ("normalised after every step", "        ranks = new\n", "        ranks = new / new.sum()\n"),
         ("a while loop with a counter", None,
-         "    n = graph.num_vertices\n    sources, targets = graph.edges()\n    ranks = np.full(n, 1.0 / n)\n"
+         "    n = graph.num_vertices\n    sources, targets = graph.edges()\n"
+         "    ranks = np.full(n, 1.0 / n)\n"
          "    iterations, change = 0, np.inf\n    while change >= tol and iterations < max_iter:\n"
-         "        pulled = np.bincount(targets, weights=ranks[sources] / graph.out_degree[sources], minlength=n)\n"
+         "        pulled = np.bincount(targets, weights=ranks[sources] / graph.out_degree[sources], "
+         "minlength=n)\n"
          "        new = damping * pulled + (damping * ranks[graph.dangling].sum() + 1.0 - damping) / n\n"
          "        change = np.linalg.norm(new - ranks, 1)\n        ranks = new\n        iterations += 1\n"
          "    return ranks, iterations\n"),
+        ("two buffers swapped every step", None,
+         "    n = graph.num_vertices\n    sources, targets = graph.edges()\n"
+         "    share = 1.0 / graph.out_degree[sources]\n"
+         "    old, new = np.full(n, 1.0 / n), np.empty(n)\n    for iterations in range(1, max_iter + 1):\n"
+         "        new[:] = damping * np.bincount(targets, weights=old[sources] * share, minlength=n)\n"
+         "        new += (damping * old[graph.dangling].sum() + 1.0 - damping) / n\n"
+         "        change = np.abs(new - old).sum()\n        old, new = new, old\n        if change < tol:\n"
+         "            break\n    return old, iterations\n"),
     ],
     "33_top_k": [
         ("lexsort", None, "    return np.lexsort((np.arange(len(ranks)), -np.asarray(ranks)))[:k]\n"),
-        ("heapq", None, "    import heapq\n    return heapq.nsmallest(k, range(len(ranks)), key=lambda i: (-ranks[i], i))\n"),
+        ("heapq", None,
+         "    import heapq\n    return heapq.nsmallest(k, range(len(ranks)), key=lambda i: (-ranks[i], i))\n"
+         ""),
+        ("one cached order per vector, views of it returned", None,
+         "    cache = top_k.__dict__.setdefault('cache', {})\n    key = np.asarray(ranks).tobytes()\n"
+         "    if key not in cache:\n"
+         "        cache[key] = np.lexsort((np.arange(len(ranks)), -np.asarray(ranks)))\n"
+         "    return cache[key][:k]\n"),
+        ("sorted with a (-rank, id) key", None,
+         "    order = sorted(range(len(ranks)), key=lambda i: (-ranks[i], i))\n"
+         "    return np.array(order[:k], dtype=np.int64)\n"),
     ],
     "10_pull_grid_stride": [
         ("a while loop", None,
@@ -272,67 +443,82 @@ CORRECT = {
          "        for (; k < end; ++k) sum += rank[in_sources[k]] / out_degree[in_sources[k]];\n"
          "        pulled[v] = sum;\n    }\n"),
     ],
-    "11_push_rank": [
+    "11_push_atomic": [
         ("a pointer walk", None,
-         "    int u = blockIdx.x * blockDim.x + threadIdx.x;\n    if (u >= n || out_degree[u] == 0) return;\n"
+         "    int u = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "    if (u >= n || out_degree[u] == 0) return;\n"
          "    float share = rank[u] / out_degree[u];\n    const int* t = out_targets + out_offsets[u];\n"
-         "    const int* end = out_targets + out_offsets[u + 1];\n    while (t != end) atomicAdd(&pulled[*t++], share);\n"),
+         "    const int* end = out_targets + out_offsets[u + 1];\n"
+         "    while (t != end) atomicAdd(&pulled[*t++], share);\n"),
         ("a grid-stride loop", None,
          "    for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < n; u += blockDim.x * gridDim.x) {\n"
          "        int degree = out_degree[u];\n        if (degree == 0) continue;\n"
-         "        for (int k = out_offsets[u]; k < out_offsets[u + 1]; ++k) atomicAdd(pulled + out_targets[k], "
+         "        for (int k = out_offsets[u]; k < out_offsets[u + 1]; ++k) atomicAdd(pulled + "
+         "out_targets[k], "
          "rank[u] / degree);\n    }\n"),
     ],
     "12_contributions_split": [
         ("if and else", None,
-         "    int u = blockIdx.x * blockDim.x + threadIdx.x;\n    if (u < n) {\n        int degree = out_degree[u];\n"
+         "    int u = blockIdx.x * blockDim.x + threadIdx.x;\n    if (u < n) {\n"
+         "        int degree = out_degree[u];\n"
          "        if (degree > 0) { contrib[u] = rank[u] / degree; dangling_rank[u] = 0.0f; }\n"
          "        else { contrib[u] = 0.0f; dangling_rank[u] = rank[u]; }\n    }\n"),
         ("a reciprocal", "contrib[u] = degree > 0 ? rank[u] / degree : 0.0f;",
          "contrib[u] = degree > 0 ? rank[u] * (1.0f / degree) : 0.0f;"),
     ],
-    "13_pull_warp_rank": [
+    "13_pull_warp": [
         ("shared memory with __syncwarp", None,
          "    __shared__ float partial[256];\n    int v = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\n"
          "    int lane = threadIdx.x % 32;\n    if (v >= n) return;\n    float sum = 0.0f;\n"
-         "    for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += 32) sum += rank[in_sources[k]] / "
+         "    for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += 32) sum += rank[in_sources[k]] "
+         "/ "
          "out_degree[in_sources[k]];\n    partial[threadIdx.x] = sum;\n    __syncwarp();\n"
          "    for (int offset = 16; offset > 0; offset /= 2) {\n"
-         "        float other = lane < offset ? partial[threadIdx.x + offset] : 0.0f;\n        __syncwarp();\n"
+         "        float other = lane < offset ? partial[threadIdx.x + offset] : 0.0f;\n"
+         "        __syncwarp();\n"
          "        if (lane < offset) partial[threadIdx.x] += other;\n        __syncwarp();\n    }\n"
          "    if (lane == 0) pulled[v] = partial[threadIdx.x];\n"),
         ("chunks of 32 with shuffles in the loop", None,
          "    int v = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n    int lane = threadIdx.x & 31;\n"
-         "    if (v >= n) return;\n    int start = in_offsets[v], end = in_offsets[v + 1];\n    float total = 0.0f;\n"
-         "    for (int base = start; base < end; base += 32) {\n        int k = base + lane;\n        float x = 0.0f;\n"
+         "    if (v >= n) return;\n    int start = in_offsets[v], end = in_offsets[v + 1];\n"
+         "    float total = 0.0f;\n"
+         "    for (int base = start; base < end; base += 32) {\n        int k = base + lane;\n"
+         "        float x = 0.0f;\n"
          "        if (k < end) { int u = in_sources[k]; x = rank[u] / out_degree[u]; }\n"
-         "        for (int offset = 16; offset > 0; offset /= 2) x += __shfl_down_sync(0xffffffff, x, offset);\n"
+         "        for (int offset = 16; offset > 0; offset /= 2) x += __shfl_down_sync(0xffffffff, x, "
+         "offset);\n"
          "        total += x;\n    }\n    if (lane == 0) pulled[v] = total;\n"),
     ],
     "14_pull_list": [
         ("a butterfly, first lane stores", "sum += __shfl_down_sync(0xffffffffu, sum, offset, width);",
          "sum += __shfl_xor_sync(0xffffffffu, sum, offset, width);"),
         ("bit masks for the lane", None,
-         "    long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n    int i = (int)(thread / width);\n"
+         "    long long thread = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "    int i = (int)(thread / width);\n"
          "    int lane = threadIdx.x & (width - 1);\n    bool listed = i < count;\n"
          "    int v = listed ? vertices[i] : 0;\n    float sum = 0.0f;\n"
          "    int start = listed ? in_offsets[v] : 0, end = listed ? in_offsets[v + 1] : 0;\n"
          "    for (int k = start + lane; k < end; k += width) sum += contrib[in_sources[k]];\n"
-         "    for (int offset = width >> 1; offset >= 1; offset >>= 1) sum += __shfl_down_sync(~0u, sum, offset, width);\n"
+         "    for (int offset = width >> 1; offset >= 1; offset >>= 1) sum += __shfl_down_sync(~0u, sum, "
+         "offset, width);\n"
          "    if (listed && lane == 0) pulled[v] = sum;\n"),
     ],
     "20_l1_change": [
         ("shuffles, then one atomicAdd per block", None,
          "    __shared__ float warp_sums[8];\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
          "    float x = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;\n"
-         "    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_down_sync(0xffffffffu, x, offset);\n"
+         "    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_down_sync(0xffffffffu, x, "
+         "offset);\n"
          "    if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = x;\n    __syncthreads();\n"
-         "    if (threadIdx.x < 32) {\n        float y = threadIdx.x < blockDim.x / 32 ? warp_sums[threadIdx.x] : 0.0f;\n"
-         "        for (int offset = 16; offset > 0; offset /= 2) y += __shfl_down_sync(0xffffffffu, y, offset);\n"
+         "    if (threadIdx.x < 32) {\n        float y = threadIdx.x < blockDim.x / 32 ? "
+         "warp_sums[threadIdx.x] : 0.0f;\n"
+         "        for (int offset = 16; offset > 0; offset /= 2) y += __shfl_down_sync(0xffffffffu, y, "
+         "offset);\n"
          "        if (threadIdx.x == 0) atomicAdd(total, y);\n    }\n"),
         ("interleaved addressing", None,
          "    __shared__ float partial[256];\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-         "    partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;\n    __syncthreads();\n"
+         "    partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;\n"
+         "    __syncthreads();\n"
          "    for (int s = 1; s < blockDim.x; s *= 2) {\n"
          "        if (threadIdx.x % (2 * s) == 0) partial[threadIdx.x] += partial[threadIdx.x + s];\n"
          "        __syncthreads();\n    }\n    if (threadIdx.x == 0) atomicAdd(total, partial[0]);\n"),
@@ -346,18 +532,18 @@ CORRECT = {
 }
 
 # what a checker says about the untouched student version (an empty kernel, or a raise in Python)
-STUB_CAUSES = {"11_push_rank": "nothing was added", "20_l1_change": "nothing was added"}
+STUB_CAUSES = {"11_push_atomic": "nothing was added", "20_l1_change": "nothing was added"}
 # wrong answers whose detection hangs on padding or canaries: checked on five seeds, each must fail
 EVERY_SEED = {"v <= n", "no u < n", "u > n", "no v < n", "no i < count", "i <= count", "no i < n",
               "slots past n never written"}
 SEEDS = (11, 22, 33, 44, 55)
 # causes the source lint gives (so the CPU suite checks that the lint names these mutants)
-LINT_CAUSES = ("leaves out lanes", "__activemask() used as a mask", "after some lanes of the warp may have returned",
+WARP_CAUSES = ("leaves out lanes", "__activemask() used as a mask",
+               "after some lanes of the warp may have returned",
                "inside code that only some lanes of the warp run", "no __syncwarp() or __syncthreads()")
-# the output and accumulator parameters each GPU checker's probe wraps
-PROBED = {"pull_grid_stride": (("pulled",), ()), "push_rank": ((), ()), "contributions_split": (("contrib", "dangling_rank"), ()),
-          "pull_warp_rank": (("pulled",), ()), "pull_list": (("pulled",), ()), "l1_change": ((), ("total",)),
-          "fused_update": (("new_rank", "new_contrib"), ())}
+LINT_CAUSES = WARP_CAUSES + ("inside code that only part of the block runs",
+                             "after some threads of the block may have returned",
+                             "atomic only among the threads of one block", "do not stride the in-links by")
 
 
 def exercise_cell(notebook: dict, mark: str) -> str:
@@ -372,7 +558,8 @@ def load(slug: str):
     solution = json.loads((exercises.EXERCISES / f"{slug}_solution.ipynb").read_text())
     student = json.loads((exercises.EXERCISES / f"{slug}.ipynb").read_text())
     meta = solution["metadata"]["course"]
-    return (exercise_cell(solution, "BEGIN SOLUTION"), exercise_cell(student, "TODO"), meta["exercise"]["checker"],
+    return (exercise_cell(solution, "BEGIN SOLUTION"), exercise_cell(student, "TODO"),
+            meta["exercise"]["checker"],
             meta["needs_gpu"])
 
 
@@ -403,7 +590,8 @@ def mutant(cell: str, old: str | None, new: str) -> str:
 
 
 def cases(gpu: bool, kinds=("solution", "stub", "mutant", "correct")):
-    """(exercise, checker, cell, expected cause or None for a right answer, which version) for every check."""
+    """(exercise, checker, cell, expected cause or None for a right answer, which version) for every
+    check."""
     found = []
     for slug, wrongs in MUTANTS.items():
         solution, student, checker, needs_gpu = load(slug)
@@ -413,10 +601,12 @@ def cases(gpu: bool, kinds=("solution", "stub", "mutant", "correct")):
             found.append(pytest.param(slug, checker, solution, None, "solution", id=f"{slug}-solution"))
         if "stub" in kinds:
             stub_cause = STUB_CAUSES.get(slug, "never written") if gpu else checks.NOT_WRITTEN_YET
-            found.append(pytest.param(slug, checker, student, stub_cause, "student stub", id=f"{slug}-student stub"))
+            found.append(pytest.param(slug, checker, student, stub_cause, "student stub",
+                                      id=f"{slug}-student stub"))
         if "mutant" in kinds:
             for what, old, new, cause in wrongs:
-                found.append(pytest.param(slug, checker, mutant(solution, old, new), cause, what, id=f"{slug}-{what}"))
+                found.append(pytest.param(slug, checker, mutant(solution, old, new), cause, what,
+                                          id=f"{slug}-{what}"))
         if "correct" in kinds:
             for what, old, new in CORRECT[slug]:
                 found.append(pytest.param(slug, checker, mutant(solution, old, new), None, what,
@@ -450,8 +640,10 @@ def test_student_versions_carry_no_outputs_and_no_solution():
 
 def test_stub_replaces_regions_with_hints():
     source = "def f(x):\n    # BEGIN SOLUTION hint: double it\n    return 2 * x\n    # END SOLUTION\n"
-    assert exercises.stub(source) == "def f(x):\n    # TODO: double it\n    raise NotImplementedError('double it')\n"
-    cuda = "__global__ void k() {\n    // BEGIN SOLUTION hint: nothing\n    int a = 1;\n    // END SOLUTION\n}"
+    assert exercises.stub(source) == ("def f(x):\n    # TODO: double it\n"
+                                      "    raise NotImplementedError('double it')\n")
+    cuda = ("__global__ void k() {\n    // BEGIN SOLUTION hint: nothing\n    int a = 1;\n"
+            "    // END SOLUTION\n}")
     assert exercises.stub(cuda) == "__global__ void k() {\n    // TODO: nothing\n}"
     with pytest.raises(ValueError, match="never closed"):
         exercises.stub("# BEGIN SOLUTION\nx = 1\n")
@@ -483,7 +675,8 @@ def assert_right(report, slug, what, cause):
         assert report.ok, f"{slug} ({what}): the checker failed a right answer\n{report}"
     else:
         assert not report.ok, f"{slug}: the checker passed a wrong answer ({what})\n{report}"
-        assert any(cause in c for c in report.causes()), f"{slug} ({what}): expected a cause with {cause!r}\n{report}"
+        assert any(cause in c for c in report.causes()), \
+            f"{slug} ({what}): expected a cause with {cause!r}\n{report}"
         first = report.failures[0]
         assert first.case and first.detail
 
@@ -499,26 +692,32 @@ def test_cpu_checker(slug, checker, cell, cause, what):
 
 @pytest.mark.parametrize("slug, checker, cell, cause, what", cases(gpu=True))
 def test_gpu_exercise_kernel_compiles_for_a_t4_and_its_probe_too(slug, checker, cell, cause, what):
-    code = defined(cell)
+    code, spec = defined(cell), checks.KERNELS[checker]
     ptx = kernels.nvrtc_compile(code, name=f"{slug}.cu")
-    assert f".entry {checker}(" in ptx
-    probe = checks_probe.probed(code, checker, *PROBED[checker])
+    assert f".entry {spec.kernel}(" in ptx
+    probe = probed(code, spec.kernel, spec.outputs, spec.sums, spec.inputs)
     assert probe is not None, "the probe does not cover this kernel"
-    assert f".entry {checker}(" in kernels.nvrtc_compile(probe, name=f"{slug}-probe.cu")
+    assert f".entry {spec.kernel}(" in kernels.nvrtc_compile(probe, name=f"{slug}-probe.cu")
     COMPILED.append(f"exercise {slug} ({what})")
 
 
-@pytest.mark.parametrize("slug, checker, cell, cause, what", cases(gpu=True, kinds=("solution", "stub", "correct")))
+@pytest.mark.parametrize("slug, checker, cell, cause, what", cases(gpu=True, kinds=("solution", "stub",
+                                                                                    "correct")))
 def test_the_lint_passes_right_kernels(slug, checker, cell, cause, what):
-    assert checks_lint.lint(defined(cell), checker) == []
+    spec = checks.KERNELS[checker]
+    assert lint(defined(cell), spec.kernel, lane_stride=spec.lane_stride) == []
 
 
 @pytest.mark.parametrize("slug, checker, cell, cause, what",
-                         [c for c in cases(gpu=True, kinds=("mutant",)) if any(k in c.values[3] for k in LINT_CAUSES)])
-def test_the_lint_names_warp_hazards(slug, checker, cell, cause, what):
-    found = checks_lint.lint(defined(cell), checker)
+                         [c for c in cases(gpu=True, kinds=("mutant",))
+                          if any(k in c.values[3] for k in LINT_CAUSES)])
+def test_the_lint_names_the_hazard(slug, checker, cell, cause, what):
+    spec = checks.KERNELS[checker]
+    found = lint(defined(cell), spec.kernel, lane_stride=spec.lane_stride)
     assert any(cause in hazard.cause for hazard in found), found
-    assert all("Volta" in hazard.cause and hazard.line > 0 and hazard.text for hazard in found)
+    assert all(hazard.line > 0 and hazard.text for hazard in found)
+    if any(k in cause for k in WARP_CAUSES):
+        assert all("Volta" in hazard.cause for hazard in found if "lanes" in hazard.cause)
 
 
 @pytest.mark.gpu
@@ -531,7 +730,7 @@ def test_gpu_checker(slug, checker, cell, cause, what):
 def test_a_checker_reports_an_error_instead_of_raising():
     def broken(graph, ranks, damping):
         return ranks[graph.num_vertices + 5]
-    report = checks.pagerank_step(broken, quiet=True)
+    report = checks.check_pagerank_step(broken, quiet=True)
     assert not report.ok and "IndexError" in report.failures[0].detail
     assert f"line {broken.__code__.co_firstlineno + 1} of broken)" in report.failures[0].detail
     assert "FAILED pagerank_step" in str(report) and f"seed={report.seed}" in str(report)
@@ -540,8 +739,8 @@ def test_a_checker_reports_an_error_instead_of_raising():
 def test_a_seed_repeats_the_same_cases():
     def solution(graph, ranks, damping):
         return defined(load("01_pagerank_step")[0])(graph, ranks, damping)
-    assert checks.pagerank_step(solution, seed=7, quiet=True).passed == \
-        checks.pagerank_step(solution, seed=7, quiet=True).passed
+    assert checks.check_pagerank_step(solution, seed=7, quiet=True).passed == \
+        checks.check_pagerank_step(solution, seed=7, quiet=True).passed
 
 
 def test_a_gpu_checker_without_a_gpu_says_what_to_do():
@@ -549,4 +748,108 @@ def test_a_gpu_checker_without_a_gpu_says_what_to_do():
     if gpu.gpu_status().available:
         pytest.skip("this machine has a GPU: the GPU checkers run instead")
     with pytest.raises(gpu.NoGPUError, match="needs a CUDA GPU"):
-        checks.pull_grid_stride(defined(load("10_pull_grid_stride")[0]), quiet=True)
+        checks.check_pull_grid_stride(defined(load("10_pull_grid_stride")[0]), quiet=True)
+
+
+def test_every_exercise_names_a_checker_of_the_package_and_gpu_ones_their_kernel():
+    for solution in exercises.solutions():
+        slug = solution.name[: -len(exercises.SUFFIX)]
+        cell, _, checker, needs_gpu = load(slug)
+        assert checker.startswith("check_") and checker in checks.__all__ and callable(getattr(checks,
+                                                                                               checker))
+        assert (checker in checks.KERNELS) == needs_gpu
+        if needs_gpu:
+            assert f'__global__ void {checks.KERNELS[checker].kernel}(' in cell
+    assert not hasattr(checks, "pagerank_step") and not hasattr(checks, "top_k") and not hasattr(checks,
+                                                                                                 "describe")
+
+
+# --- hostile code: the checker can neither be fooled nor stopped by the code it grades ---------------
+
+def hub_answer(graph, ranks, damping):
+    """A wrong step (1/n everywhere) that writes itself into every array of n floats it can reach through
+    the call stack, containers included: the checker's expected values, were they reachable."""
+    import sys
+    n = graph.num_vertices
+    answer, seen = np.full(n, 1.0 / n), set()
+
+    def visit(obj, depth):
+        if id(obj) in seen or depth > 5:
+            return
+        seen.add(id(obj))
+        if isinstance(obj, np.ndarray) and obj.dtype == np.float64 and obj.shape == (n,) \
+                and obj.flags.writeable:
+            obj[:] = answer
+        elif isinstance(obj, (list, tuple)):
+            for item in obj:
+                visit(item, depth + 1)
+        elif isinstance(obj, dict):
+            for item in list(obj.values()):
+                visit(item, depth + 1)
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        visit(frame.f_locals, 0)
+        frame = frame.f_back
+    return answer
+
+
+def test_a_function_that_writes_into_its_callers_arrays_fails():
+    report = checks.check_pagerank_step(hub_answer, seed=5, quiet=True)
+    assert not report.ok and report.passed, str(report)       # 4 vertices without edges: 1/n is right there
+    wrong = {f.case for f in report.failures}
+    assert any("adversarial" in case for case in wrong) and any("random" in case for case in wrong)
+
+
+def test_a_function_that_replaces_the_reference_fails_and_the_reference_stays():
+    import helpers.reference
+
+    genuine = helpers.reference.pagerank_step
+
+    def replaces(graph, ranks, damping):
+        helpers.reference.pagerank_step = lambda *args, **kwargs: np.zeros(graph.num_vertices)
+        return np.zeros(graph.num_vertices)
+    report = checks.check_pagerank_step(replaces, seed=5, quiet=True)
+    assert not report.ok and len(report.failures) == 10
+    assert all("not summing to 1" in c or "dangling mass lost" in c for c in report.causes()), str(report)
+    assert helpers.reference.pagerank_step is genuine
+
+
+def test_a_reference_replaced_before_the_checker_is_refused_and_one_replaced_after_is_not_used(monkeypatch):
+    import helpers.reference
+    from helpers.checks import pristine
+
+    solution = defined(load("01_pagerank_step")[0])
+    monkeypatch.setattr(helpers.reference, "pagerank_step", lambda *args, **kwargs: None)
+    assert checks.check_pagerank_step(solution, seed=5, quiet=True).ok       # the private copy is used
+    monkeypatch.setattr(pristine.REFERENCE, "pagerank_step", lambda graph, ranks, damping, teleport: ranks)
+    report = checks.check_pagerank_step(solution, seed=5, quiet=True)
+    assert report.stopped
+    assert "helpers.reference.pagerank_step is not the code in reference.py" in str(report)
+    assert "restart the kernel" in report.failures[0].cause
+
+
+def test_a_bare_except_in_a_loop_cannot_swallow_the_time_limit():
+    def stubborn(graph, ranks, damping):
+        while True:
+            try:
+                while True:
+                    pass
+            except:                 # noqa: E722 - what the test is about
+                pass
+    start = time.monotonic()
+    report = checks.check_power_iteration(lambda graph, damping, tol, max_iter=10: stubborn(graph, None,
+                                                                                            damping),
+                                          seed=5, quiet=True, time_limit=1)
+    assert time.monotonic() - start < 8 and report.stopped
+    assert "did not return within the time limit (1 s)" in report.failures[0].cause
+
+
+def test_where_no_child_can_be_forked_the_calls_run_here_and_the_report_says_so(monkeypatch):
+    from helpers.checks import isolation
+
+    monkeypatch.setattr(isolation, "CAN_FORK", False)
+    report = checks.check_top_k(defined(load("33_top_k")[0]), seed=5, quiet=True)
+    assert report.ok and "runs inside the checker's process" in report.notes[0]
+    report = checks.check_pagerank_step(hub_answer, seed=5, quiet=True)
+    assert report.stopped and "reached into the checker's arrays" in report.failures[0].cause, str(report)

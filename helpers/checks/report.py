@@ -6,16 +6,19 @@ every later case would fail the same way (an unwritten stub, a hung or crashed G
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
 import numpy as np
 
 NOT_WRITTEN_YET = "not written yet: replace the TODO with your code"
 CHANGED_INPUT = "your function modified its input"
+GENERATOR = "a generator (the function contains `yield`)"
 
 
 @dataclass
 class Failure:
+    """One wrong case of a report."""
     case: str       # which input (graph name, size, seed)
     detail: str     # which vertex, expected against got
     cause: str      # the likely cause
@@ -23,6 +26,7 @@ class Failure:
 
 @dataclass
 class Report:
+    """What a checker found: the cases passed, those failed with their causes, notes and output."""
     exercise: str
     seed: int
     passed: list[str] = field(default_factory=list)
@@ -47,8 +51,10 @@ class Report:
         if self.ok:
             lines = [f"PASSED {self.exercise}: all {total} cases right (seed {self.seed})"]
         else:
-            counted = "stopped at the first error" if self.stopped else f"{len(self.failures)} of {total} cases wrong"
-            lines = [f"FAILED {self.exercise}: {counted} (seed {self.seed}; pass seed={self.seed} to repeat these cases)"]
+            counted = ("stopped at the first error" if self.stopped
+                       else f"{len(self.failures)} of {total} cases wrong")
+            lines = [f"FAILED {self.exercise}: {counted} (seed {self.seed}; pass seed={self.seed} to repeat "
+                     "these cases)"]
         lines += [f"  note: {note}" for note in self.notes]
         if self.printed or self.not_shown:
             lines.append("  your code printed:")
@@ -69,7 +75,15 @@ class Wrong(Exception):
         self.detail, self.cause, self.stop = detail, cause, stop
 
 
+@dataclass(frozen=True)
+class Opaque:
+    """Stands for a returned object that does not cross from the process that ran the student's code
+    (a generator, a dict, a sparse matrix...): only its description does."""
+    description: str
+
+
 def fresh_seed(seed) -> int:
+    """The seed given, or a fresh one (printed in the report so that it can be passed back)."""
     return int(np.random.SeedSequence().entropy % 2**31) if seed is None else int(seed)
 
 
@@ -87,14 +101,28 @@ def worst_vertex(graph, expected, got, tol) -> tuple[np.ndarray, str]:
         return bad, ""
     v = int(np.argmax(np.where(bad, np.nan_to_num(err / np.maximum(tol, 1e-300), nan=np.inf), -1)))
     return bad, (f"vertex {v} (in-degree {int(graph.in_degree[v])}, out-degree {int(graph.out_degree[v])}): "
-                 f"expected {expected[v]:.9g}, got {got[v]:.9g}; {int(bad.sum()):,} of {graph.num_vertices:,} "
-                 f"vertices wrong")
+                 f"expected {expected[v]:.9g}, got {got[v]:.9g}; {int(bad.sum()):,} of "
+                 f"{graph.num_vertices:,} vertices wrong")
 
 
-def describe(value) -> str:
-    """A short description of what a function returned, for messages about a wrong return value."""
+def largest_difference(expected, got) -> str:
+    """'L1 distance 3.2e-10, largest at vertex 7: expected ..., got ...': a detail that never comes out
+    empty."""
+    expected, got = np.asarray(expected, np.float64), np.asarray(got, np.float64)
+    err = np.nan_to_num(np.abs(got - expected), nan=np.inf)
+    v = int(np.argmax(err)) if err.size else 0
+    return (f"L1 distance {float(err.sum()):.3g} from the expected ranks, largest at vertex {v}: expected "
+            f"{expected[v]:.15g}, got {got[v]:.15g}") if err.size else "no values"
+
+
+def describe_value(value) -> str:
+    """What a function returned, in a few words, for messages about a wrong return value."""
+    if isinstance(value, Opaque):
+        return value.description
     if value is None:
         return "None (is the return statement missing?)"
+    if inspect.isgenerator(value):
+        return GENERATOR
     if isinstance(value, np.ndarray):
         return f"a NumPy array of shape {value.shape} and dtype {value.dtype}"
     if isinstance(value, (tuple, list)):
@@ -110,11 +138,14 @@ def describe(value) -> str:
 def changed(name: str, before: np.ndarray, after) -> str | None:
     """How an input array differs from its pristine copy ('name: 3 of 40 entries changed, e.g. [5]: 0 -> 1'),
     or None when it is unchanged."""
+    if isinstance(after, Opaque):
+        return f"{name} is now {after.description}"
     after = np.asarray(after)
     if after.shape != before.shape:
         return f"{name} now has shape {after.shape} instead of {before.shape}"
     differ = np.flatnonzero(~((after == before) | (np.isnan(after) & np.isnan(before))
-                              if before.dtype.kind == "f" else after == before).ravel())
+                              if before.dtype.kind == "f" and after.dtype.kind == "f"
+                              else after == before).ravel())
     if not differ.size:
         return None
     i = int(differ[0])
@@ -123,17 +154,20 @@ def changed(name: str, before: np.ndarray, after) -> str | None:
 
 
 def refused(exercise: str, seed: int, detail: str, cause: str, quiet: bool) -> Report:
-    """The report when what was passed to the checker cannot be checked at all (not a function, not a source)."""
-    report = Report(exercise, seed, failures=[Failure("what was passed to the checker", detail, cause)], stopped=True)
+    """The report when what was passed to the checker cannot be checked at all (not a function, not a
+    source)."""
+    report = Report(exercise, seed, failures=[Failure("what was passed to the checker", detail, cause)],
+                    stopped=True)
     if not quiet:
         print(report)
     return report
 
 
-def run(exercise: str, seed: int, cases, check, quiet: bool, notes=(), output=None) -> Report:
+def run(exercise: str, seed: int, cases, check, quiet: bool, notes=(), output=None, review=None) -> Report:
     """Call check(case) for every (name, case) and collect passes and failures. ``check`` raises Wrong
     for a wrong answer; any other exception comes from the kernel's compilation or from the GPU, since
-    the student's Python code is called through ``checks_limits.call``, which turns its errors into Wrong."""
+    the student's Python code runs apart (``checks.isolation``), whose errors come back as Wrong.
+    ``review(report)``, when given, may sharpen the causes once every case is in (before printing)."""
     report = Report(exercise, seed, notes=list(notes))
     for name, case in cases:
         try:
@@ -144,20 +178,24 @@ def run(exercise: str, seed: int, cases, check, quiet: bool, notes=(), output=No
             report.failures.append(Failure(name, wrong.detail, wrong.cause))
             if not wrong.stop:
                 continue
-        except Exception as error:                      # a compile error or a GPU fault: report it, never crash
+        except Exception as error:                # a compile error or a GPU fault: report it, never crash
             text = f"raised {type(error).__name__}: {str(error).strip()[:600]}"
             if "CUDA" in type(error).__name__ or "cudaError" in str(error) or "CUDA_ERROR" in str(error):
-                cause = ("the kernel read or wrote outside its arrays and the GPU context is lost: restart the "
-                         "runtime")
-            elif type(error).__name__ in ("CompileException", "CompileError") or "compile" in str(error).lower():
+                cause = ("the kernel read or wrote outside its arrays and the GPU context is lost: restart "
+                         "the runtime")
+            elif type(error).__name__ in ("CompileException", "CompileError") \
+                    or "compile" in str(error).lower():
                 cause = "the kernel does not compile"
             else:
-                cause = "the checker could not run this case (this is a bug in the checker: please report it)"
+                cause = ("the checker could not run this case (this is a bug in the checker: please report "
+                         "it)")
             report.failures.append(Failure(name, text, cause))
         report.stopped = True
         break
     if output is not None:
         report.printed, report.not_shown = output.kept, output.dropped
+    if review is not None:
+        review(report)
     if not quiet:
         print(report)
     return report

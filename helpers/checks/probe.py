@@ -7,6 +7,10 @@ values cannot show.
   several lanes storing one result.
 - An accumulator parameter (``float* total``) becomes a wrapper whose ``atomicAdd`` also counts itself
   (at ``SPAN`` elements after it): one atomicAdd per block, or one per element.
+- An input parameter (``const int* out_degree``) becomes a wrapper whose reads through ``[]`` check the
+  index against the array's length (in ``READ_SLOTS`` words just before the array) and count the reads
+  outside it, with the lowest such index and thread: ``out_degree[u]`` read before ``u < n`` is checked
+  shows there, although the checker's padding makes the read harmless in the launches it compares.
 - Every ``__shared__`` array declared at the top level of the kernel is declared first and filled with
   NaN (a ``__syncthreads()`` follows), so a slot read before it is written shows as NaN.
 
@@ -17,11 +21,13 @@ from __future__ import annotations
 
 import re
 
-from .checks_cuda import strip_comments
+from .cuda import strip_comments
 
-SPAN = 1 << 16              # elements between an output and its first probe array; outputs must be shorter
+SPAN = 1 << 18              # elements between an output and its first probe array; outputs must be shorter
 UNSET = 0xFFFFFFFF          # the lowest-writer array starts at this value: no thread stored the element
 POISON = 0x7FF80000         # written to every 32-bit word of shared memory: NaN as float and as double
+READ_SLOTS = 4              # words before a probed input: length, bad reads, lowest bad index and thread
+INPUT_TYPES = r"(?:unsigned\s+int|unsigned|int|float)"    # 4-byte values: one word per element
 
 PRELUDE = r"""
 namespace checker_probe {
@@ -59,12 +65,26 @@ __device__ float atomicAdd(Sum total, float x) {
     ::atomicAdd(reinterpret_cast<unsigned int*>(total.raw + SPAN), 1u);
     return ::atomicAdd(total.raw, x);
 }
+template <typename T> struct In {
+    const T* raw;
+    __device__ void check(long long i) const {
+        unsigned int* slot = reinterpret_cast<unsigned int*>(const_cast<T*>(raw)) - %(slots)d;
+        if (i < 0 || i >= (long long)slot[0]) {
+            ::atomicAdd(slot + 1, 1u);
+            ::atomicMin(slot + 2, (unsigned int)i);
+            ::atomicMin(slot + 3, thread_id());
+        }
+    }
+    template <typename I> __device__ const T& operator[](I i) const { check((long long)i); return raw[i]; }
+    __device__ const T& operator*() const { check(0); return *raw; }
+    __device__ operator const T*() const { return raw; }
+};
 __device__ __forceinline__ void poison(void* where, unsigned int bytes) {
     unsigned int* words = static_cast<unsigned int*>(where);
     for (unsigned int i = threadIdx.x; i < bytes / 4; i += blockDim.x) words[i] = %(poison)du;
 }
 }  // namespace checker_probe
-""" % {"span": SPAN, "poison": POISON}
+""" % {"span": SPAN, "poison": POISON, "slots": READ_SLOTS}
 
 
 def _kernel_span(clean: str, function: str) -> tuple[int, int, int, int] | None:
@@ -110,9 +130,11 @@ def _top_level_shared(clean: str, body: int, close: int) -> list[tuple[int, int,
     return found
 
 
-def probed(code: str, function: str, outputs: tuple[str, ...] = (), sums: tuple[str, ...] = ()) -> str | None:
+def probed(code: str, function: str, outputs: tuple[str, ...] = (), sums: tuple[str, ...] = (),
+           inputs: tuple[str, ...] = ()) -> str | None:
     """The probed source (see the module's docstring), or None when the kernel's parameters or body are
-    not found as expected. ``outputs`` and ``sums`` name float* parameters."""
+    not found as expected. ``outputs`` and ``sums`` name float* parameters, ``inputs`` const pointers to
+    4-byte values (int, float, unsigned)."""
     clean = strip_comments(code)
     span = _kernel_span(clean, function)
     if span is None:
@@ -122,15 +144,28 @@ def probed(code: str, function: str, outputs: tuple[str, ...] = (), sums: tuple[
     renamed = code[params_start:params_end]
     setup = []
     for name, wrapper in [(n, "Out") for n in outputs] + [(n, "Sum") for n in sums]:
-        declared = list(re.finditer(rf"\bfloat\s*\*\s*((?:__restrict__|const)\s+)*({name})\s*(?=,|$)", params))
+        pattern = rf"\bfloat\s*\*\s*((?:__restrict__|const)\s+)*({name})\s*(?=,|$)"
+        declared = list(re.finditer(pattern, params))
         if len(declared) != 1:
             return None
         at = declared[0].start(2)
         renamed = renamed[:at] + f"checker_probe_{name}" + renamed[at + len(name):]
         params = params[:at] + f"checker_probe_{name}" + params[at + len(name):]
         setup.append(f"checker_probe::{wrapper} {name}{{checker_probe_{name}}};")
+    for name in inputs:
+        pattern = (rf"(?:\bconst\s+(?P<type>{INPUT_TYPES})|\b(?P<after>{INPUT_TYPES})\s+const)"
+                   rf"\s*\*\s*((?:__restrict__|const)\s+)*(?P<name>{name})\s*(?=,|$)")
+        declared = list(re.finditer(pattern, params))
+        if len(declared) != 1:
+            return None
+        at = declared[0].start("name")
+        kind = " ".join((declared[0].group("type") or declared[0].group("after")).split())
+        renamed = renamed[:at] + f"checker_probe_{name}" + renamed[at + len(name):]
+        params = params[:at] + f"checker_probe_{name}" + params[at + len(name):]
+        setup.append(f"checker_probe::In<{kind}> {name}{{checker_probe_{name}}};")
     shift = len(renamed) - (params_end - params_start)
-    shared = [(start + shift, end + shift, names) for start, end, names in _top_level_shared(clean, body, close)]
+    shared = [(start + shift, end + shift, names)
+              for start, end, names in _top_level_shared(clean, body, close)]
     text, body = code[:params_start] + renamed + code[params_end:], body + shift
     hoisted, poison = [], []
     for start, end, names in reversed(shared):

@@ -8,8 +8,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-TYPE_WORDS = {"const", "volatile", "unsigned", "signed", "int", "long", "short", "float", "double", "char", "bool",
-              "auto", "size_t", "static", "register", "__shared__", "extern", "uint32_t", "int32_t", "int64_t",
+TYPE_WORDS = {"const", "volatile", "unsigned", "signed", "int", "long", "short", "float", "double", "char",
+              "bool",
+              "auto", "size_t", "static", "register", "__shared__", "extern", "uint32_t", "int32_t",
+              "int64_t",
               "uint64_t", "float2", "float4", "int2", "int4", "half", "__half", "__restrict__", "constexpr"}
 
 
@@ -41,9 +43,12 @@ def strip_comments(code: str) -> str:
     return "".join(out)
 
 
-_TOKEN = re.compile(r"""(?P<num>0[xX][0-9a-fA-F]+[uUlL]*|\d+\.?\d*(?:[eE][-+]?\d+)?[fFuUlL]*|\.\d+(?:[eE][-+]?\d+)?[fF]?)
+_TOKEN = re.compile(r"""
+    (?P<num>0[xX][0-9a-fA-F]+[uUlL]*|\d+\.?\d*(?:[eE][-+]?\d+)?[fFuUlL]*
+       |\.\d+(?:[eE][-+]?\d+)?[fF]?)
     |(?P<id>[A-Za-z_]\w*)|(?P<str>"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*')
-    |(?P<op><<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||\+=|-=|\*=|/=|%=|&=|\|=|\^=|::|[-+*/%&|^~!<>=?:;,.()\[\]{}#])
+    |(?P<op><<=|>>=|->|\+\+|--|<<|>>|<=|>=|==|!=|&&|\|\||\+=|-=|\*=|/=|%=|&=|\|=|\^=|::
+       |[-+*/%&|^~!<>=?:;,.()\[\]{}#])
     |(?P<space>\s+)|(?P<other>.)""", re.VERBOSE)
 
 
@@ -55,13 +60,15 @@ class Tok:
 
 
 def tokens(code: str) -> tuple[list[Tok], dict[str, list[Tok]]]:
-    """Tokens of the comment-free source, with object-like #define macros expanded; returns (tokens, macros)."""
+    """Tokens of the comment-free source, with object-like #define macros expanded; returns (tokens,
+    macros)."""
     macros: dict[str, list[Tok]] = {}
     kept, line = [], 1
     for number, text in enumerate(code.split("\n"), start=1):
         directive = re.match(r"\s*#\s*(\w+)(.*)", text)
         if directive:
-            body = re.match(r"\s*(\w+)(\s.*)?$", directive.group(2)) if directive.group(1) == "define" else None
+            body = (re.match(r"\s*(\w+)(\s.*)?$", directive.group(2)) if directive.group(1) == "define"
+                    else None)
             if body and not directive.group(2).lstrip().startswith(body.group(1) + "("):
                 macros[body.group(1)] = _scan(body.group(2) or "", number)
             kept.append("")
@@ -208,7 +215,8 @@ def functions(code: str) -> tuple[list[Function], dict[str, list[Tok]]]:
 
 # --- expressions -----------------------------------------------------------------------------------
 
-_BINARY = {"*": 13, "/": 13, "%": 13, "+": 12, "-": 12, "<<": 11, ">>": 11, "<": 10, "<=": 10, ">": 10, ">=": 10,
+_BINARY = {"*": 13, "/": 13, "%": 13, "+": 12, "-": 12, "<<": 11, ">>": 11, "<": 10, "<=": 10, ">": 10,
+           ">=": 10,
            "==": 9, "!=": 9, "&": 8, "^": 7, "|": 6, "&&": 5, "||": 4}
 _ASSIGN = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
 
@@ -297,7 +305,8 @@ class _Parser:
             t = self.peek()
             if t == "(":
                 close = match(self.toks, self.i)
-                args = [_Parser(part).expression() for part in split(self.toks[self.i + 1:close], ",") if part]
+                parts = split(self.toks[self.i + 1:close], ",")
+                args = [_Parser(part).expression() for part in parts if part]
                 self.i = close + 1
                 node = ("call", node[1] if node[0] == "id" else "?", args) if node[0] in ("id", "member") \
                     else ("call", "?", args)

@@ -1,11 +1,12 @@
-"""Limits on the student's code, so that a checker always ends with a report: a time limit on each call,
-a cap on what the code prints, SystemExit and KeyboardInterrupt raised by the code reported instead of
-ending the checker (a real Ctrl-C still stops it), and a time limit on waiting for a GPU kernel.
+"""Limits on the student's code, so that a checker always ends with a report: a cap on what the code
+prints, what it raised turned into a failure with its line (SystemExit and KeyboardInterrupt raised by
+the code included; a real Ctrl-C still stops the checker), and a time limit on waiting for a GPU kernel.
 
-The time limit is a SIGALRM timer (``signal.setitimer``) whose handler raises ``TimeUp``, a BaseException
-of our own that ``except Exception`` in student code cannot swallow; the timer repeats every half second,
-so a bare ``except:`` that swallows one gets another. Signals can be handled only on the main thread,
-where Jupyter and Colab run cells; elsewhere the call runs without a limit and the report says so once.
+``call`` runs a function in this process, the fallback where no child can be forked (``checks.isolation``
+forks one elsewhere and kills it at the time limit). Its time limit is a SIGALRM timer whose handler raises
+``TimeUp``, a BaseException that ``except Exception`` cannot swallow; the timer repeats every half second,
+so a bare ``except:`` that swallows one gets another. Signals can be handled only on the main thread;
+elsewhere the call runs without a limit and ``limit_note`` says so.
 """
 from __future__ import annotations
 
@@ -15,16 +16,13 @@ import threading
 import time
 import traceback
 
-from .checks_report import NOT_WRITTEN_YET, Wrong
+from .report import NOT_WRITTEN_YET, Wrong
 
 CPU_TIME_LIMIT = 60.0        # seconds per call of a student's function
 GPU_TIME_LIMIT = 20.0        # seconds to wait for one kernel launch to finish
 OUTPUT_LIMIT = 2_000         # characters of the student's printed output kept for the report
 _REPEAT = 0.5                # the timer fires again every half second after the limit
 _CUDA_NOT_READY = 600        # cudaErrorNotReady: the work is still running
-
-_told_no_limit = False
-
 
 class TimeUp(BaseException):
     """Raised by the timer inside the student's code when the time limit has passed."""
@@ -62,31 +60,70 @@ class Output:
 
 
 def limit_note() -> list[str]:
-    """A note for the report, once per process, when calls cannot be timed (not on the main thread)."""
-    global _told_no_limit
-    if _can_time() or _told_no_limit:
+    """A note for the report when calls in this process cannot be timed (not on the main thread)."""
+    if can_time():
         return []
-    _told_no_limit = True
     return ["your function runs without a time limit here (the checker is not on the main thread): if it "
             "never returns, interrupt it"]
 
 
-def _can_time() -> bool:
+def can_time() -> bool:
+    """Whether this thread can set a SIGALRM time limit (the main thread, on POSIX)."""
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
 def _where(error: BaseException, function) -> str:
-    """' (line 7 of your function f)' for the deepest traceback frame in the student's own file."""
+    """' (line 7 of f)' for the deepest traceback frame in the student's own file."""
     filename = getattr(getattr(function, "__code__", None), "co_filename", None)
     frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == filename]
     return f" (line {frames[-1].lineno} of {frames[-1].name})" if frames else ""
 
 
+def error_record(error: BaseException, function) -> tuple[str, str]:
+    """(kind, detail) of what the student's function raised, in plain strings that can cross a pipe: kind
+    is 'exit' (sys.exit), 'interrupt' (KeyboardInterrupt raised by the code itself), 'todo'
+    (NotImplementedError: the stub) or 'error'."""
+    where = _where(error, function)
+    if isinstance(error, SystemExit):
+        return "exit", f"called sys.exit({'' if error.code is None else repr(error.code)}){where}"
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupt", f"raised KeyboardInterrupt{where}"
+    if isinstance(error, NotImplementedError):
+        return "todo", f"raised NotImplementedError: {error}"
+    return "error", f"raised {type(error).__name__}: {str(error).strip()[:600]}{where}"
+
+
+def wrong_for(kind: str, detail: str) -> Wrong:
+    """The failure an error record stands for (see ``error_record``)."""
+    if kind == "exit":
+        return Wrong(detail, "your function called sys.exit() (or exit(), quit()), which would end the "
+                             "whole program (in Jupyter, the kernel): return the result instead")
+    if kind == "interrupt":
+        return Wrong(detail, "your function raised KeyboardInterrupt itself (nobody pressed Ctrl-C): a "
+                             "function must return its result, not raise it")
+    if kind == "todo":
+        return Wrong(detail, NOT_WRITTEN_YET, stop=True)
+    return Wrong(detail, "your code raised an error on this input")
+
+
+class TimedOut(Wrong):
+    """A call stopped at the time limit."""
+
+
+def timed_out(time_limit: float) -> TimedOut:
+    """The failure of a call stopped at the time limit (it stops the run)."""
+    return TimedOut(f"still running after {time_limit:g} s, so the checker stopped it",
+                 f"your function did not return within the time limit ({time_limit:g} s): likely an endless "
+                 "loop (a stopping test that is never met, a counter never increased); pass time_limit= "
+                 "for more time", stop=True)
+
+
 def call(function, *args, time_limit: float | None = CPU_TIME_LIMIT, output: Output | None = None, **kwargs):
-    """``function(*args, **kwargs)`` under the limits. Returns what it returns; raises Wrong when it raises,
-    runs past ``time_limit`` seconds, calls sys.exit() or raises KeyboardInterrupt itself. A real Ctrl-C
-    (SIGINT) still raises KeyboardInterrupt, after every handler and stream is restored."""
-    main = _can_time()
+    """``function(*args, **kwargs)`` in this process, under the limits: the checkers' fallback where no child
+    process can be forked. Returns what it returns; raises Wrong when it raises, runs past ``time_limit``
+    seconds, calls sys.exit() or raises KeyboardInterrupt itself. A real Ctrl-C (SIGINT) still raises
+    KeyboardInterrupt, after every handler and stream is restored."""
+    main = can_time()
     timed = main and bool(time_limit)
     state = {"armed": False, "sigint": False}
 
@@ -118,25 +155,13 @@ def call(function, *args, time_limit: float | None = CPU_TIME_LIMIT, output: Out
             if timed:
                 signal.setitimer(signal.ITIMER_REAL, 0)
     except TimeUp:
-        raise Wrong(f"still running after {time_limit:g} s, so the checker stopped it",
-                    f"your function did not return within the time limit ({time_limit:g} s): likely an endless "
-                    "loop (a stopping test that is never met, a counter never increased); pass time_limit= "
-                    "for more time", stop=True) from None
+        raise timed_out(time_limit) from None
     except KeyboardInterrupt as error:
         if state["sigint"]:
             raise
-        raise Wrong(f"raised KeyboardInterrupt{_where(error, function)}",
-                    "your function raised KeyboardInterrupt itself (nobody pressed Ctrl-C): a function must "
-                    "return its result, not raise it", stop=False) from None
-    except SystemExit as error:
-        raise Wrong(f"called sys.exit({'' if error.code is None else repr(error.code)}){_where(error, function)}",
-                    "your function called sys.exit() (or exit(), quit()), which would end the whole program "
-                    "(in Jupyter, the kernel): return the result instead") from None
-    except NotImplementedError as error:
-        raise Wrong(f"raised NotImplementedError: {error}", NOT_WRITTEN_YET, stop=True) from None
-    except Exception as error:
-        raise Wrong(f"raised {type(error).__name__}: {str(error).strip()[:600]}{_where(error, function)}",
-                    "your code raised an error on this input") from None
+        raise wrong_for(*error_record(error, function)) from None
+    except (SystemExit, Exception) as error:
+        raise wrong_for(*error_record(error, function)) from None
     finally:
         sys.stdout, sys.stderr = streams
         if main:

@@ -1,0 +1,28 @@
+"""Exercise checkers: run a student's function (CPU) or kernel source (GPU) on fresh seeded inputs and say
+what is wrong: which input, which vertex, expected against got, and the likely cause.
+
+Every checker takes ``seed=None`` (fresh inputs each call; the report prints the seed, pass it back to
+repeat them) and ``time_limit=`` (seconds per call of the student's function, or per kernel launch), and
+returns a ``Report`` that it also prints. A student's Python function runs in a child process that cannot
+reach the checker's expected values (``isolation``), which come from private copies of the float64
+reference (``pristine``); a kernel runs on padded, poisoned inputs and a probed copy of it shows what
+values cannot (``probe``). The pieces: ``report`` (the report and the loop over cases), ``limits``
+(output cap, errors, waiting for a kernel), ``returned`` and ``cpu``, ``iteration`` (01, 02, 03, 33),
+``device``, ``gpu``, ``gpu_pull`` and ``gpu_update`` (10 to 21), ``cuda`` (reading CUDA source),
+``flow`` and ``lint`` (hazards read
+from it).
+"""
+from __future__ import annotations
+
+from .cpu import check_pagerank_step, check_top_k, check_transpose
+from .gpu import KERNELS
+from .gpu_pull import check_pull_grid_stride, check_pull_list, check_pull_warp
+from .gpu_update import check_contributions_split, check_fused_update, check_l1_change, check_push_atomic
+from .iteration import check_power_iteration
+from .limits import CPU_TIME_LIMIT, GPU_TIME_LIMIT
+from .report import NOT_WRITTEN_YET, Failure, Report
+
+__all__ = ["Report", "Failure", "NOT_WRITTEN_YET", "CPU_TIME_LIMIT", "GPU_TIME_LIMIT", "KERNELS",
+           "check_pagerank_step", "check_transpose", "check_power_iteration", "check_top_k",
+           "check_pull_grid_stride", "check_push_atomic", "check_contributions_split", "check_pull_warp",
+           "check_pull_list", "check_l1_change", "check_fused_update"]

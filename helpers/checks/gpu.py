@@ -1,0 +1,168 @@
+"""What every GPU exercise checker does: the exercise kernels (``KERNELS``: name, inputs, outputs), the
+refusals, the lint's cases first, the compiled kernel and its probed copy, launches in more than one grid
+configuration with the inputs read back after each, and the probed launch with its reads checked.
+
+The checkers (``gpu_pull``: 10, 13, 14; ``gpu_update``: 11, 12, 20, 21) compile the student's kernel,
+launch it on fresh seeded graphs and compare exactly (``checks.device``). A probed copy of the kernel
+(``checks.probe``) shows redundant work, several lanes storing one result, atomics per block, shared
+memory read before it is written and reads outside an input; ``checks.lint`` reads the source for hazards
+that give the right numbers today. Every wait for a kernel has a time limit. The kernels run in this
+process (CUDA does not survive a fork); the Python side uses the private reference (``checks.pristine``).
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..gpu import require_gpu
+from . import pristine
+from .device import BLOCK, Device, DeviceCase, Inputs, blocks, output, probe_buffer, writers
+from .lint import lint
+from .probe import probed
+from .report import Report, Wrong, describe_value, refused, run
+
+
+PROBE_SKIPPED = ("the probed launch was skipped: the checker could not rewrite how this kernel is written "
+                 "(it wraps plain pointer parameters such as const int* rank or float* pulled), so which "
+                 "thread stored each element, the atomics per block, shared memory read before it is "
+                 "written and reads outside the inputs were not checked")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """An exercise kernel as its checker launches and probes it."""
+    kernel: str                       # the extern "C" function the student writes
+    inputs: tuple[str, ...]           # const pointer parameters, probed for reads outside them
+    outputs: tuple[str, ...] = ()     # float* parameters whose writers the probe records
+    sums: tuple[str, ...] = ()        # float* accumulators whose atomicAdd calls the probe counts
+    lane_stride: str | None = None    # the lane stride the exercise prescribes, for the lint
+
+
+PULL = ("in_offsets", "in_sources", "out_degree", "rank")
+KERNELS = {"check_pull_grid_stride": Spec("pull_grid_stride", PULL, ("pulled",)),
+           "check_push_atomic": Spec("push_rank", ("out_offsets", "out_targets", "out_degree", "rank")),
+           "check_contributions_split": Spec("contributions_split", ("rank", "out_degree"),
+                                             ("contrib", "dangling_rank")),
+           "check_pull_warp": Spec("pull_warp_rank", PULL, ("pulled",), lane_stride="32"),
+           "check_pull_list": Spec("pull_list", ("vertices", "in_offsets", "in_sources", "contrib"),
+                                   ("pulled",),
+                                   lane_stride="width"),
+           "check_l1_change": Spec("l1_change", ("new_rank", "old_rank"), sums=("total",)),
+           "check_fused_update": Spec("fused_update", ("in_offsets", "in_sources", "out_degree", "contrib"),
+                                      ("new_rank", "new_contrib"))}
+
+
+def open_device(time_limit: float) -> Device:
+    """The GPU the checkers launch on (a clear error where there is none)."""
+    return Device(require_gpu(), time_limit)
+
+
+@contextlib.contextmanager
+def launched(grid, block):
+    """Name the launch configuration in the detail of a Wrong raised within."""
+    try:
+        yield
+    except Wrong as wrong:
+        launch = f"{grid[0]:,} block{'s' * (grid[0] != 1)} of {block[0]} threads"
+        raise Wrong(f"{launch}: {wrong.detail}", wrong.cause,
+                    wrong.stop) from None
+
+
+def grids(threads: int) -> list[tuple[tuple[int], tuple[int]]]:
+    """The launches of a kernel with one thread per ``threads`` item: just enough blocks, and two more (whose
+    threads all fall past the end)."""
+    need = blocks(threads)[0]
+    return [((need,), (BLOCK,)), ((need + 2,), (BLOCK,))]
+
+
+# --- the harness -------------------------------------------------------------------------------------
+
+def compiled(device: Device, code: str, spec: Spec):
+    """The student's kernel compiled; Wrong (stopping the run) when the source does not define it."""
+    if not re.search(rf'extern\s+"C"\s+__global__\s+void\s+{spec.kernel}\s*\(', code):
+        raise Wrong(f'the source defines no extern "C" __global__ void {spec.kernel}(...)',
+                    "keep the kernel's name and signature as given", stop=True)
+    return device.compile(code, spec.kernel)
+
+
+def probe_kernel(device: Device, code: str, spec: Spec):
+    """The probed kernel, or None when the probe does not cover the way this kernel is written."""
+    source = probed(code, spec.kernel, spec.outputs, spec.sums, spec.inputs)
+    if source is None:
+        return None
+    try:
+        return device.compile(source, spec.kernel)
+    except Exception:                  # the rewriting does not fit this source: skip the probe
+        return None
+
+
+def source_cases(code: str, spec: Spec) -> list:
+    """One case per distinct hazard the lint finds in the source."""
+    by_cause: dict[str, list] = {}
+    for hazard in lint(code, spec.kernel, lane_stride=spec.lane_stride):
+        by_cause.setdefault(hazard.cause, []).append(hazard)
+    return [(f"the kernel's source, line {found[0].line} (read, not run)", ("source", found))
+            for found in by_cause.values()]
+
+
+def checker(name: str, code: str, seed: int, quiet: bool, time_limit: float, cases, check) -> Report:
+    """Run ``check(device, probe, case)`` for every case, after the lint's cases, with the refusals first;
+    ``probe`` is the probed kernel, compiled once (None, with a note in the report, where the probe does
+    not cover how the kernel is written)."""
+    exercise, spec = name[len("check_"):], KERNELS[name]
+    if not isinstance(code, str):
+        return refused(exercise, seed, f"the checker got {describe_value(code)}",
+                       f"pass the kernel's source, a string: checks.{name}(KERNEL) with KERNEL = r'''...'''",
+                       quiet)
+    replaced = pristine.refusal()
+    if replaced is not None:
+        return refused(exercise, seed, *replaced, quiet)
+    device, probe, notes = open_device(time_limit), None, []
+    try:
+        compiled(device, code, spec)
+    except Exception:                  # no such kernel, or it does not compile: the first case says so
+        pass
+    else:
+        probe = probe_kernel(device, code, spec)
+        if probe is None:
+            notes.append(PROBE_SKIPPED)
+
+    def checked(case):
+        if isinstance(case, tuple) and case and case[0] == "source":
+            found = case[1]
+            lines = ", ".join(str(h.line) for h in found[1:])
+            raise Wrong(f"`{found[0].text}`" + (f" (and lines {lines})" if lines else ""), found[0].cause)
+        return check(device, probe, case)
+
+    return run(exercise, seed, source_cases(code, spec) + cases, checked, quiet, notes)
+
+
+def launches(device: Device, ins: Inputs, kernel, grid, block, args, size: int, fill=np.nan) -> list:
+    """Two launches, each into a fresh output (NaN, or ``fill``), the inputs read back after each."""
+    results = []
+    for _ in range(2):
+        out = output(device, size, fill)
+        device.launch(kernel, grid, block, args(ins.dev, out))
+        ins.unchanged()
+        results.append(device.get(out))
+    return results
+
+
+def probe_launch(device: Device, probe, ins: Inputs, grid, block, args, sizes) -> list:
+    """Launch the probed kernel into fresh probe buffers (one per output size); check the reads outside
+    the inputs and return each buffer read back as (values, lowest writer, highest writer)."""
+    reads = ins.probed()
+    buffers = [probe_buffer(device, size, np.nan) for size in sizes]
+    device.launch(probe, grid, block, args(reads["views"], *buffers))
+    ins.reads_in_bounds(reads)
+    return [writers(device.get(b), size) for b, size in zip(buffers, sizes)]
+
+
+def graph_inputs(device: Device, dc: DeviceCase, spec: Spec) -> Inputs:
+    """A kernel's graph inputs (padded, with their lengths) on the device."""
+    return Inputs(device, {name: (dc.host[name], dc.length[name]) for name in spec.inputs})
+
+

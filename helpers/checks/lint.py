@@ -1,0 +1,454 @@
+"""Reading a student's CUDA source for hazards that give the right numbers today and can break on another
+GPU, driver or compiler (``checks.flow`` tells which values differ between threads):
+
+- warp-synchronous hazards, undefined since Volta's independent thread scheduling: a shuffle whose mask
+  leaves out lanes that reach it, a shuffle after some lanes returned or inside code that only some lanes
+  run, ``__activemask()`` used as a mask, the steps of a shared-memory reduction with no
+  ``__syncwarp()``/``__syncthreads()`` between them;
+- block hazards: a ``__syncthreads()`` that part of the block may not reach (after an early return, inside
+  ``if (threadIdx.x < stride)``), a block-scoped atomic (``atomicAdd_block``) on memory other blocks update;
+- the task's rule where an exercise prescribes how lanes share a row (``lane_stride``): lane l takes
+  in-links l, l + 32, ... (or + width), not a contiguous chunk.
+
+Comments are removed first, then each function body is parsed into statements. Blind spots: conditions the
+data-flow pass cannot see through (helper functions are taken at their arguments' word), a race within one
+step of a shared-memory reduction, loops that run the same number of times in every lane although their
+counter differs between lanes, strides the reader cannot evaluate (it then says nothing).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .cuda import Function, Node, functions, number, parse_expression, statement_expressions, walk
+from .flow import U, Uniformity, constants_of
+
+COLLECTIVES = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync", "__syncwarp",
+               "__ballot_sync", "__all_sync", "__any_sync", "__match_any_sync", "__match_all_sync"}
+BARRIERS = {"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"}
+SYNCS = BARRIERS | {"__syncwarp"}
+BLOCK_ATOMICS = {f"atomic{op}_block" for op in ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "CAS",
+                                                 "And", "Or", "Xor")}
+ACTIVEMASK = ("__activemask() used as a mask: it reports which lanes happen to run together at that "
+              "moment, not which lanes must take part, so after any divergence lanes that reach the "
+              "shuffle a moment later are left out and what is read from them is undefined; use 0xffffffff "
+              "with every lane reaching the shuffle (or a mask from __ballot_sync taken before the branch)")
+PARTIAL = ("the mask {mask} leaves out lanes that reach this {call} too: a lane outside the mask that "
+           "executes it, or whose value is read, is undefined behaviour")
+AFTER_RETURN = ("a {call} after some lanes of the warp may have returned (line {line}): lanes that "
+                "returned do not take part, yet the mask names them, and the values read from them are "
+                "undefined; let every lane reach the {call} (guard the work, not the shuffle)")
+DIVERGENT = ("a {call} inside code that only some lanes of the warp run (the condition on line {line} "
+             "differs between lanes): the mask names lanes that never arrive; move the {call} out of the "
+             "branch or loop so that every lane executes it")
+NO_SYNC = ("steps of a shared-memory reduction with no __syncwarp() or __syncthreads() between them (also "
+           "on line {line}): since Volta the lanes of a warp are not in lockstep, so a lane can read a "
+           "partial sum before another lane has written it (volatile does not order them)")
+UB = (" — undefined behaviour since Volta's independent thread scheduling: it usually gives the right "
+      "numbers on today's GPUs, and can break on another GPU, driver or compiler")
+BARRIER_DIVERGENT = ("a {call} inside code that only part of the block runs (the condition on line {line} "
+                     "differs between the threads of a block): every thread of the block must reach each "
+                     "barrier, or the block can hang or go on before the others have written; move the "
+                     "barrier out of the branch or loop (guard the work, not the barrier)")
+BARRIER_AFTER_RETURN = ("a {call} after some threads of the block may have returned (line {line}): every "
+                        "thread of the block must reach each barrier; instead of returning, let those "
+                        "threads take part with a neutral value (0 past n) and skip only the work")
+BLOCK_UB = (" — undefined behaviour: it may give the right numbers on one GPU and hang or read partial "
+            "values on another")
+BLOCK_ATOMIC = ("{call} on {target}, which other blocks update too: a _block atomic is atomic only among "
+                "the threads of one block, so updates from two blocks to one element can be lost (a race "
+                "that the usual launches may not show); use {plain}")
+LANE_STRIDE = ("the lanes do not stride the in-links by {stride} as the exercise prescribes (this loop "
+               "steps by {got}): lane l must take in-links l, l + {stride}, ..., so that the lanes of a "
+               "warp read consecutive in_sources together (one coalesced load); contiguous chunks per "
+               "lane, or any other split, can give the right sums but scatter every load")
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """A hazard the lint found: its line, the line's text and the cause."""
+    line: int          # line in the student's source
+    text: str          # that line
+    cause: str         # what is wrong and why it matters
+
+
+def lint(code: str, function: str | None = None, lane_stride: str | None = None,
+         row: str = "in_sources") -> list[Hazard]:
+    """Hazards in ``code`` (see the module's docstring), each with its line and cause; [] when none is found
+    or the source cannot be read (then the compiler will say what is wrong). ``lane_stride`` ('32',
+    'width') is the stride the exercise prescribes for the loops that read the array ``row``."""
+    try:
+        found, _ = functions(code)
+    except (ValueError, IndexError, RecursionError):
+        return []
+    lines = code.split("\n")
+    collective_helpers = {f.name for f in found if not f.kernel and _has(f.body, COLLECTIVES)}
+    barrier_helpers = {f.name for f in found if not f.kernel and _has(f.body, BARRIERS)}
+    hazards: list[Hazard] = []
+    for fn in found:
+        if function is not None and fn.kernel and fn.name != function:
+            continue
+        try:
+            hazards += _warp_hazards(fn, collective_helpers, lines)
+            hazards += _block_hazards(fn, barrier_helpers, lines)
+            hazards += _shared_steps(fn, lines)
+            if lane_stride and fn.kernel:
+                hazards += _lane_strides(fn, lane_stride, row, lines)
+        except (ValueError, IndexError, RecursionError):
+            continue
+    unique, seen = [], set()
+    for hazard in hazards:
+        if (hazard.line, hazard.cause) not in seen:
+            seen.add((hazard.line, hazard.cause))
+            unique.append(hazard)
+    return unique
+
+
+def _has(node: Node, names: set[str]) -> bool:
+    if node is None:
+        return False
+    toks = node.toks + (node.init or []) + (node.step or [])
+    return any(t.text in names for t in toks) or any(_has(c, names) for c in node.body)
+
+
+def _calls(expression):
+    return [sub for sub in walk(expression) if sub[0] == "call"]
+
+
+def _hazard(lines: list[str], line: int, cause: str) -> Hazard:
+    return Hazard(line, lines[line - 1].strip() if 0 < line <= len(lines) else "", cause)
+
+
+def _walk(fn: Function, uni: Uniformity, site) -> None:
+    """Call ``site(call, line, divergent, returns)`` for every call in the function: ``divergent`` is the
+    line of the innermost condition that differs between threads (None where all run), ``returns`` the
+    lines of returns taken by some threads only, before this point."""
+    returns: list[int] = []
+
+    def sites(expression, line: int, divergent: int | None) -> None:
+        for call in _calls(expression):
+            site(call, line, divergent, returns)
+
+    def visit(node: Node, divergent: int | None) -> None:
+        if node is None:
+            return
+        if node.kind == "block":
+            for item in node.body:
+                visit(item, divergent)
+        elif node.kind == "simple":
+            for expression in statement_expressions(node):
+                sites(expression, node.line, divergent)
+        elif node.kind == "return":
+            sites(parse_expression(node.toks[1:]), node.line, divergent)
+            if divergent is not None:
+                returns.append(node.line)
+        elif node.kind == "if":
+            sites(parse_expression(node.toks), node.line, divergent)
+            inner = divergent if divergent is not None or uni.condition(node.toks) == U else node.line
+            for child in node.body:
+                visit(child, inner)
+        elif node.kind == "loop":
+            for expression in statement_expressions(Node("simple", node.line, node.init or [], [])):
+                sites(expression, node.line, divergent)
+            inner = divergent if divergent is not None or uni.condition(node.toks) == U else node.line
+            sites(parse_expression(node.toks), node.line, inner)
+            visit(node.body[0], inner)
+            sites(parse_expression(node.step or []), node.line, inner)
+
+    visit(fn.body, None)
+
+
+# --- warp-synchronous calls ------------------------------------------------------------------------
+
+def _mask(node, constants: dict[str, int], assigned: dict[str, list]) -> tuple[str, int | None]:
+    """('full' | 'partial' | 'active' | 'computed', value) of a collective's mask argument."""
+    value = number(node)
+    if value is None and node[0] == "id":
+        value = constants.get(node[1])
+        sources = assigned.get(node[1], [])
+        if value is None and any(v[0] == "call" and v[1] == "__activemask" for v in sources):
+            return "active", None
+    if node[0] == "call" and node[1] == "__activemask":
+        return "active", None
+    if value is None:
+        return "computed", None
+    return ("full" if value & 0xFFFFFFFF == 0xFFFFFFFF else "partial"), value & 0xFFFFFFFF
+
+
+def _warp_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Hazard]:
+    constants = constants_of(fn)
+    uni = Uniformity(fn, constants)
+    hazards: list[Hazard] = []
+
+    def site(call, line: int, divergent: int | None, returns: list[int]) -> None:
+        name = call[1]
+        if name not in COLLECTIVES and name not in helpers:
+            return
+        shown = "__syncwarp()" if name == "__syncwarp" else (f"{name}()" if name in COLLECTIVES else
+                                                               f"call of {name}() (it shuffles)")
+        if name in COLLECTIVES and call[2]:
+            kind, value = _mask(call[2][0], constants, uni.assigned)
+        elif name in COLLECTIVES:
+            kind, value = "full", 0xFFFFFFFF          # __syncwarp() without a mask
+        else:
+            kind, value = "full", None
+        if kind == "active":
+            hazards.append(_hazard(lines, line, ACTIVEMASK + UB))
+        elif kind == "partial" and divergent is None and not returns:
+            hazards.append(_hazard(lines, line, PARTIAL.format(mask=f"0x{value:08x}", call=shown) + UB))
+        elif kind == "full" and divergent is not None:
+            hazards.append(_hazard(lines, line, DIVERGENT.format(call=shown, line=divergent) + UB))
+        elif kind == "full" and returns:
+            hazards.append(_hazard(lines, line, AFTER_RETURN.format(call=shown, line=returns[0]) + UB))
+
+    _walk(fn, uni, site)
+    return hazards
+
+
+# --- block barriers and block-scoped atomics -------------------------------------------------------
+
+def _block_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Hazard]:
+    uni = Uniformity(fn, constants_of(fn), scope="block")
+    shared = shared_names(fn)
+    hazards: list[Hazard] = []
+
+    def site(call, line: int, divergent: int | None, returns: list[int]) -> None:
+        name = call[1]
+        if name in BARRIERS or name in helpers:
+            shown = f"{name}()" if name in BARRIERS else f"call of {name}() (it waits at a __syncthreads())"
+            if divergent is not None:
+                cause = BARRIER_DIVERGENT.format(call=shown, line=divergent)
+                hazards.append(_hazard(lines, line, cause + BLOCK_UB))
+            elif returns:
+                hazards.append(_hazard(lines, line, BARRIER_AFTER_RETURN.format(call=shown, line=returns[0])
+                                       + BLOCK_UB))
+        elif name in BLOCK_ATOMICS and call[2]:
+            ids = {sub[1] for sub in walk(call[2][0]) if sub[0] == "id"}
+            if not ids & shared and "blockIdx" not in ids:
+                target = next((i for i in ids if i in fn.params), None) or "global memory"
+                plain = name[:-len("_block")] + "()"
+                cause = BLOCK_ATOMIC.format(call=f"{name}()", target=target, plain=plain)
+                hazards.append(_hazard(lines, line, cause))
+
+    _walk(fn, uni, site)
+    return hazards
+
+
+# --- the lane stride an exercise prescribes ----------------------------------------------------------
+
+def _loop_step(node: Node) -> tuple[str, object] | None:
+    """(variable, stride expression) of a loop's increment: ``k += s``, ``k = k + s``, ``++k``, ``k++``;
+    for a while loop, the increment among its body's statements of a variable its condition reads."""
+    candidates = [parse_expression(node.step)] if node.step else []
+    if not node.step and node.body and node.body[0] is not None:
+        body = node.body[0].body if node.body[0].kind == "block" else [node.body[0]]
+        in_condition = {sub[1] for sub in walk(parse_expression(node.toks)) if sub[0] == "id"}
+        candidates = [e for item in body if item.kind == "simple" for e in statement_expressions(item)
+                      if any(sub[0] in ("assign", "unary") for sub in walk(e))
+                      and {sub[1] for sub in walk(e) if sub[0] == "id"} & in_condition]
+    for expression in candidates:
+        if expression[0] == "assign" and expression[2][0] == "id":
+            name, value = expression[2][1], expression[3]
+            if expression[1] == "+=":
+                return name, value
+            if expression[1] == "=" and value[0] == "bin" and value[1] == "+":
+                if value[2] == ("id", name):
+                    return name, value[3]
+                if value[3] == ("id", name):
+                    return name, value[2]
+        if expression[0] == "unary" and expression[1] == "++" and expression[2][0] == "id":
+            return expression[2][1], ("num", "1")
+    return None
+
+
+def _stride(node, constants: dict[str, int], aliases: dict[str, object]) -> str | None:
+    """The stride as the lint compares it: a number ('32'), a name ('width'), or None if it cannot tell."""
+    for _ in range(4):
+        if node[0] == "id" and node[1] in aliases:
+            node = aliases[node[1]]
+    value = number(node)
+    if value is None and node[0] == "id":
+        value = constants.get(node[1], 32 if node[1] == "warpSize" else None)
+        if value is None:
+            return node[1]
+    return None if value is None else str(value)
+
+
+def _assignments(node: Node, found: dict[str, list]) -> dict[str, list]:
+    """Every variable assigned anywhere in ``node``, with the expressions assigned to it."""
+    if node is None:
+        return found
+    items = statement_expressions(node) if node.kind == "simple" else []
+    if node.kind == "loop" and node.init:
+        items += statement_expressions(Node("simple", node.line, node.init, []))
+    for expression in items:
+        for sub in walk(expression):
+            if sub[0] == "assign" and sub[2][0] == "id":
+                found.setdefault(sub[2][1], []).append(sub[3])
+    for child in node.body:
+        _assignments(child, found)
+    return found
+
+
+def _lane_strides(fn: Function, prescribed: str, row: str, lines: list[str]) -> list[Hazard]:
+    constants = constants_of(fn)
+    everywhere = _assignments(fn.body, {})
+    aliases = {name: values[0] for name, values in everywhere.items()
+               if len(values) == 1 and values[0][0] == "id"}
+    hazards: list[Hazard] = []
+
+    def ids(expression) -> set[str]:
+        return {sub[1] for sub in walk(expression) if sub[0] == "id"}
+
+    def reads(node: Node) -> list:
+        exprs = statement_expressions(node) if node.kind == "simple" else (
+            [parse_expression(node.toks)] if node.kind in ("if", "loop", "return") and node.toks else [])
+        return [sub[2] for e in exprs for sub in walk(e) if sub[0] == "index" and sub[1] == ("id", row)]
+
+    def visit(node: Node, loops: list) -> None:
+        if node is None:
+            return
+        for index in reads(node):
+            for loop, var, stride in reversed(loops):
+                assigned = _assignments(loop.body[0], {})
+                depends = {var}
+                for _ in range(4):
+                    depends |= {name for name, values in assigned.items()
+                                if any(ids(v) & depends for v in values)}
+                if ids(index) & depends:
+                    got = _stride(stride, constants, aliases)
+                    if got is not None and got != prescribed:
+                        cause = LANE_STRIDE.format(stride=prescribed, got=got)
+                        hazards.append(_hazard(lines, loop.line, cause))
+                    break
+        if node.kind == "loop":
+            step = _loop_step(node)
+            inner = loops + [(node, step[0], step[1])] if step else loops
+            visit(node.body[0], inner)
+            return
+        for child in node.body:
+            visit(child, loops)
+
+    visit(fn.body, [])
+    return hazards
+
+
+# --- shared-memory reduction steps -----------------------------------------------------------------
+
+def shared_names(fn: Function) -> set[str]:
+    """Arrays declared __shared__ and pointers set from them."""
+    names: set[str] = set()
+
+    def visit(node):
+        if node is None:
+            return
+        if node.kind == "simple" and any(t.text == "__shared__" for t in node.toks):
+            names.update(e[1] if e[0] == "decl" else e[2][1] for e in statement_expressions(node)
+                         if e[0] == "decl" or (e[0] == "assign" and e[2][0] == "id"))
+        for child in node.body:
+            visit(child)
+
+    visit(fn.body)
+    for _ in range(3):                                   # aliases: volatile float* s = partial;
+        def alias(node):
+            if node is None:
+                return
+            if node.kind == "simple":
+                for e in statement_expressions(node):
+                    if e[0] == "assign" and e[2][0] == "id":
+                        roots = {s[1] for s in walk(e[3]) if s[0] == "id"}
+                        if roots & names and e[3][0] in ("id", "unary", "bin", "cast"):
+                            names.add(e[2][1])
+            for child in node.body:
+                alias(child)
+        alias(fn.body)
+    return names
+
+
+def _is_step(node: Node, shared: set[str], uni: Uniformity) -> bool:
+    """A statement by which each thread writes its own element of a shared array from another element of
+    it (a thread writing one fixed element, as a serial sum by thread 0 does, is no step)."""
+    if node is None:
+        return False
+    if node.kind == "if" and node.body[1] is None:
+        return _is_step(node.body[0], shared, uni)
+    if node.kind == "block" and len(node.body) == 1:
+        return _is_step(node.body[0], shared, uni)
+    if node.kind != "simple":
+        return False
+    for expression in statement_expressions(node):
+        for sub in walk(expression):
+            if sub[0] == "assign" and sub[2][0] == "index" and _root(sub[2]) in shared \
+                    and uni.of(sub[2][2]) != U:
+                target = repr(sub[2][2])
+                reads = [r for r in walk(sub[3]) if r[0] == "index" and _root(r) in shared]
+                if any(repr(r[2]) != target for r in reads) or (sub[1] != "=" and reads):
+                    return True
+    return False
+
+
+def _root(node) -> str | None:
+    while node[0] in ("index", "member", "cast"):
+        node = node[1]
+    return node[1] if node[0] == "id" else None
+
+
+def _has_sync(node: Node) -> bool:
+    if node is None:
+        return False
+    toks = node.toks + (node.init or []) + (node.step or [])
+    if any(t.text in SYNCS for t in toks) or any(toks[i].text == "." and toks[i + 1].text == "sync"
+                                                 for i in range(len(toks) - 1)):
+        return True
+    return any(_has_sync(c) for c in node.body)
+
+
+def _shared_steps(fn: Function, lines: list[str]) -> list[Hazard]:
+    shared = shared_names(fn)
+    if not shared:
+        return []
+    uni = Uniformity(fn, constants_of(fn))
+    hazards: list[Hazard] = []
+
+    def flag(line: int, other: int) -> None:
+        text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+        hazards.append(Hazard(line, text, NO_SYNC.format(line=other) + UB))
+
+    def sequence(items: list[Node]) -> None:
+        last = None
+        for item in items:
+            if _is_step(item, shared, uni):
+                if last is not None:
+                    flag(item.line, last)
+                last = item.line
+            elif _has_sync(item):
+                last = None
+            visit(item)
+
+    def visit(node: Node) -> None:
+        if node is None:
+            return
+        if node.kind == "block":
+            sequence(node.body)
+        elif node.kind == "if":
+            for child in node.body:
+                if child is not None and child.kind == "block":
+                    sequence(child.body)
+                else:
+                    visit(child)
+        elif node.kind == "loop":
+            body = node.body[0]
+            steps = _steps_in(body, shared, uni)
+            if steps and not _has_sync(body):
+                flag(steps[0], node.line)
+            visit(body)
+
+    visit(fn.body)
+    return hazards
+
+
+def _steps_in(node: Node, shared: set[str], uni: Uniformity) -> list[int]:
+    if node is None:
+        return []
+    if _is_step(node, shared, uni):
+        return [node.line]
+    return [line for child in node.body for line in _steps_in(child, shared, uni)]
