@@ -16,6 +16,7 @@ from . import verdicts
 from .floors import BYTES_MODEL, bytes_per_iteration
 from .gpu import Timing
 from .instruments import WARP
+from .results import one_sample
 
 WHOLE = "whole graph"                 # the graph as loaded
 HUBLESS = "without hub in-links"      # generators.without_hub_in_links: the control of lectures 13 and 14
@@ -134,12 +135,13 @@ def six_versions_measured_reading(measured) -> list[str]:
              f"from {int(first['vertices']):,} to {n:,} vertices"]
     if n in SIX_VERSIONS_MS:
         theirs = SIX_VERSIONS_MS[n][1] / SIX_VERSIONS_ITERATIONS
-        lines.append(f"at {n:,} vertices it takes {last['iteration'].median_ms * 1e3:.0f} us per iteration; "
+        lines.append(f"at {n:,} vertices it takes {one_sample(times[-1] * 1e3)} us per iteration; "
                      f"their table says {theirs:,.0f} ms")
-    share = last["share of this GPU's peak"]
-    lines += [f"at {n:,} vertices it moves bytes at {share:.1%} of this GPU's peak by the byte model",
-              f"at {n:,} vertices it is about {last['speedup over NumPy']:,.0f}x as fast as the course's "
-              "NumPy iteration on this CPU (an O(E) loop, not an O(N^2) scan)"]
+    share = 100 * last["share of this GPU's peak"]
+    lines += [f"at {n:,} vertices it moves bytes at {one_sample(share)}% of this GPU's peak, by the byte "
+              "model",
+              f"at {n:,} vertices it is about {one_sample(last['speedup over NumPy'])}x as fast as the "
+              "course's NumPy iteration on this CPU (an O(E) loop, not an O(N^2) scan)"]
     return lines
 
 
@@ -292,10 +294,9 @@ def plot_control(timings: dict, ax=None, title: str = ""):
 
 # --- dynamic parallelism: launches with and without child grids ------------------------------------------
 
-CHILD_VERDICTS = {"faster": "the child grids paid for themselves",
-                  "slower": "the child grids did not pay for themselves",
-                  "no measurable difference": "the child grids neither paid nor cost (within 3%)",
-                  "not settled": "not settled by these trials"}
+CHILD_VERDICTS = {"faster": "; the child grids paid for themselves",
+                  "slower": "; the child grids did not pay for themselves",
+                  "no measurable difference": "; the child grids neither paid nor cost", "not settled": ""}
 
 
 def child_grid_table(timings: dict, child_grids: dict, no_child: dict):
@@ -327,7 +328,7 @@ def child_grid_sentences(timings: dict, child_grids: dict, no_child: dict) -> li
             continue
         v = verdicts.compare(timing, timings[(no_child[graph], graph)])
         lines.append(f"{graph}, threshold {threshold} ({children:,} child grids): "
-                     f"{v.sentence('the launch', 'without children')}; {CHILD_VERDICTS[v.word]}")
+                     f"{v.sentence('the launch with them', 'the launch without')}{CHILD_VERDICTS[v.word]}")
     return lines
 
 

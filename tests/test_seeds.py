@@ -124,7 +124,8 @@ def test_child_grid_tables_compare_each_launch_with_the_one_without_children():
     assert table.loc[256, "/ no child grid"].endswith("(faster)")
     assert table.loc[256, "net us per child grid"] == pytest.approx(-0.1 * 1e3 / 200)
     lines = seeds.child_grid_sentences(timings, children, {"g": 6000})
-    assert lines[0].startswith("g, threshold 256 (200 child grids): the launch is about 2.0x faster")
+    assert lines[0].startswith("g, threshold 256 (200 child grids): the launch with them is about 2.0x "
+                               "faster than the launch without")
     assert lines[0].endswith("the child grids paid for themselves")
     assert lines[1].endswith("the child grids did not pay for themselves") and len(lines) == 2
 
@@ -137,3 +138,17 @@ def test_the_plots_draw_every_kernel_and_graph():
                                                                          Timing.of([0.03, 0.031])]})
     ax = seeds.plot_six_versions(claims, measured)
     assert len(ax.get_legend().get_texts()) == 3
+
+
+def test_the_measured_six_versions_lines_carry_one_number_each():
+    measured = pd.DataFrame({"vertices": [1_000, 10_000, 50_000],
+                             "iteration": [Timing.of([0.010, 0.011]), Timing.of([0.012, 0.013]),
+                                           Timing.of([0.020, 0.021])],
+                             "share of this GPU's peak": [0.001, 0.005, 0.0123],
+                             "speedup over NumPy": [5.0, 40.0, 123.4]})
+    lines = seeds.six_versions_measured_reading(measured)
+    assert lines == ["here, their kernel's whole iteration grows as N^0.2 from 1,000 to 50,000 vertices",
+                     "at 50,000 vertices it takes 20 us per iteration; their table says 1,980 ms",
+                     "at 50,000 vertices it moves bytes at 1.2% of this GPU's peak, by the byte model",
+                     "at 50,000 vertices it is about 120x as fast as the course's NumPy iteration on this CPU "
+                     "(an O(E) loop, not an O(N^2) scan)"]
