@@ -274,7 +274,7 @@ def plot_control(timings: dict, ax=None, title: str = ""):
 
     kernels, graphs = _labels(timings)
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 0.45 * len(kernels) * len(graphs) + 1.2))
+        _, ax = plt.subplots(figsize=(7, 0.3 * len(kernels) * len(graphs) + 1.4))
     height = 0.8 / len(graphs)
     for i, (g, colour) in enumerate(zip(graphs, ("tab:blue", "tab:orange", "tab:green", "tab:red"))):
         t = [timings[(k, g)] for k in kernels]
