@@ -174,7 +174,8 @@ class FusedIteration(Stopping):
                  tol: float = 0.0, max_iter: int = 0, medium_max: int = 1024, chunk: int = 16384):
         cp = require_gpu()
         if personalization is not None:
-            raise ValueError(f"{name} teleports uniformly; use an unfused variant for personalised PageRank")
+            raise ValueError(f"{getattr(name, 'name', name)} teleports uniformly; use an unfused variant "
+                             "for personalised PageRank")
         self.dg, self.damping, self.variant = dg, check_damping(damping), variant("fused")
         self.plan = WorkPlan.build(dg.in_offsets, dg.num_vertices, medium_max, chunk)
         n = dg.num_vertices
@@ -234,7 +235,8 @@ class BlockedIteration(FusedIteration):
                  medium_max: int = 1024, chunk: int = 16384):
         cp = require_gpu()
         if personalization is not None:
-            raise ValueError(f"{name} teleports uniformly; use an unfused variant for personalised PageRank")
+            raise ValueError(f"{getattr(name, 'name', name)} teleports uniformly; use an unfused variant "
+                             "for personalised PageRank")
         self.dg, self.damping, self.variant = dg, check_damping(damping), variant("blocked")
         n = dg.num_vertices
         self.segment = int(vertices_per_segment or segment_size(dg))
@@ -294,9 +296,8 @@ def make_iteration(dg: DeviceGraph, name, damping: float = DAMPING, personalizat
     """The per-iteration object of a variant: its own class for whole-iteration variants, else Iteration."""
     v = variant(name)
     cls = v.iteration or Iteration
-    # an Iteration gets the Variant itself: a lecture's own Variant (pg.Variant(...)) is not in VARIANTS
-    return cls(dg, v if cls is Iteration else v.name, damping, personalization, tol=tol, max_iter=max_iter,
-               **settings)
+    # the Variant itself, not its name: a lecture's own Variant is not in VARIANTS (or shares a name with one)
+    return cls(dg, v, damping, personalization, tol=tol, max_iter=max_iter, **settings)
 
 
 @dataclass(frozen=True)
