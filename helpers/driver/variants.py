@@ -85,8 +85,9 @@ def _coo_atomic(dg, x, y):
 
 
 def coo_cumsum(dg, x, y):
-    """Per-edge gather, ONE prefix sum over all edges (float64), differences at the row offsets: a segmented
-    sum by subtraction, whose rounding grows with the running total (not a reduce-by-key, which restarts)."""
+    """Per-edge gather, ONE prefix sum over all edges (float64), differences at the row offsets: a
+    segmented sum by subtraction, whose rounding grows with the running total (a reduce-by-key
+    restarts at every row)."""
     cp = require_gpu()
     running = cp.concatenate([cp.zeros(1), cp.cumsum(x[dg.in_sources], dtype=cp.float64)])
     y[...] = running[dg.in_offsets[1:]] - running[dg.in_offsets[:-1]]
@@ -109,8 +110,8 @@ def _pull_segmented(dg, x, y):
 
 
 def half_spmv(dg, x, y, storage: str = "float16"):
-    """Contributions stored in 16 bits, added in float32 (lecture 40): float16's scale is picked on the GPU
-    from the largest contribution, so no value overflows; bfloat16 has float32's range and needs none."""
+    """Contributions stored in 16 bits, added in float32 (lecture 40): float16's scale is picked on
+    the GPU from the largest contribution, so no value overflows; bfloat16 has float32's range."""
     scale, half = dg.half_buffers
     n = dg.num_vertices
     pull = (dg.in_offsets, dg.in_sources, half, scale, y, i32(n))
