@@ -178,8 +178,13 @@ def colab(tmp_path, remote, raw):
     return Colab()
 
 
-def install(checkout, extras="gpu,lectures"):
-    """What the fake pip records for the set-up's install: the kernel's own interpreter, never python3."""
+def install(checkout, extras=None):
+    """What the fake pip records for the set-up's install: the kernel's own interpreter, never python3; the
+    gpu extra only where CuPy is missing (Colab's own CuPy is kept)."""
+    import importlib.util
+
+    if extras is None:
+        extras = "lectures" if importlib.util.find_spec("cupy") else "gpu,lectures"
     return f"{sys.executable} -m pip install -q -e {checkout}[{extras}]"
 
 
@@ -190,7 +195,7 @@ def test_the_first_cell_clones_the_pinned_branch_installs_and_imports_from_the_c
     assert git("rev-parse", "HEAD", cwd=checkout) == git("rev-parse", "pinned", cwd=remote)
     assert (checkout / "PINNED").is_file(), "cloned the default branch, not the pinned one"
     assert f"helpers imported from {checkout / 'helpers' / '__init__.py'}" in first.stdout
-    assert colab.installs() == [install(checkout)]     # no CuPy here: the gpu extra too
+    assert colab.installs() == [install(checkout)]     # the gpu extra only without CuPy
     assert "ran python3 from PATH" not in first.output
     assert colab.marker.read_text().split() == ["pinned", git("rev-parse", "pinned", cwd=remote)]
     assert f"/{course.REPOSITORY}/pinned/colab_setup.py" in raw.requests

@@ -12,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+
+def with_root_on_path() -> str:
+    """$PYTHONPATH with the checkout first (what is already there, e.g. a GPU machine's extra wheels, kept)."""
+    return os.pathsep.join(filter(None, [str(course.ROOT), os.environ.get("PYTHONPATH")]))
+
 from conftest import gpu_skip_reason
 from helpers import cli, course
 from helpers.course import execute, students, sync
@@ -222,7 +227,7 @@ def notebook(path, *cells, needs_gpu=False):
 
 def run_course(*args, cwd):
     return subprocess.run([sys.executable, "-m", "helpers.course", *map(str, args)], capture_output=True,
-                          text=True, cwd=cwd, env=dict(os.environ, PYTHONPATH=str(course.ROOT)), timeout=600)
+                          text=True, cwd=cwd, env=dict(os.environ, PYTHONPATH=with_root_on_path()), timeout=600)
 
 
 def test_execute_writes_to_a_folder_and_leaves_the_notebooks_as_they_are(tmp_path):
@@ -296,7 +301,7 @@ def test_the_course_command_alone_lists_its_commands():
 
 
 def test_report_prints_python_cpu_gpu_and_the_data_directory(tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(course.ROOT), PAGERANK_DATA_DIR=str(tmp_path / "data"))
+    env = dict(os.environ, PYTHONPATH=with_root_on_path(), PAGERANK_DATA_DIR=str(tmp_path / "data"))
     result = subprocess.run([sys.executable, "-m", "helpers.course", "report"], capture_output=True,
                             text=True, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr
@@ -375,7 +380,7 @@ def test_a_test_run_names_each_skip_reason_once_with_a_count(tmp_path):
         "def test_runs():\n    pass\n")
     result = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(tmp_path)],
                             capture_output=True, text=True, cwd=tmp_path,
-                            env=dict(os.environ, PYTHONPATH=str(course.ROOT)), timeout=300)
+                            env=dict(os.environ, PYTHONPATH=with_root_on_path()), timeout=300)
     lines = [line for line in result.stdout.splitlines() if line.startswith("SKIPPED")]
     from helpers import gpu
 
@@ -388,7 +393,7 @@ def test_a_test_run_names_each_skip_reason_once_with_a_count(tmp_path):
     assert sorted(lines) == sorted(expected), result.stdout
     with_rs = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-rs",
                               str(tmp_path)], capture_output=True, text=True, cwd=tmp_path,
-                             env=dict(os.environ, PYTHONPATH=str(course.ROOT)), timeout=300)
+                             env=dict(os.environ, PYTHONPATH=with_root_on_path()), timeout=300)
     assert "skipped tests, by reason" not in with_rs.stdout and "SKIPPED [" in with_rs.stdout
 
 

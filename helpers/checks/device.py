@@ -71,7 +71,7 @@ class Device:
         return array.get()
 
     def compile(self, code: str, function: str):
-        return kernels.load(code, function)
+        return kernels.compiled(code, function)
 
     def launch(self, kernel, grid: tuple, block: tuple, args: tuple) -> None:
         kernel(grid, block, args)
