@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
-import pooch
 
 MIN_RATE = 10_000          # bytes/s: the default deadline allows the file's size at this rate ...
 DEADLINE_SLACK = 120.0     # ... plus this many seconds
@@ -199,7 +198,7 @@ def _attempt(url: str, part: Path, clock: dict, *, max_bytes: int, timeout: floa
         raise DownloadError(f"could not write the download to {part.parent}: "
                             f"{error.strerror or error}") from None
     transfer = _Transfer(out, max_bytes)
-    downloader = pooch.HTTPDownloader(progressbar=False, chunk_size=CHUNK, timeout=timeout,
+    downloader = _pooch().HTTPDownloader(progressbar=False, chunk_size=CHUNK, timeout=timeout,
                                       headers=HEADERS, hooks={"response": transfer.hook})
 
     def work():
@@ -271,3 +270,14 @@ def fetch(url: str, dest: Path, *, name: str, size_guess: int, max_bytes: int, r
         time.sleep(pause)
     tries = f" ({attempt} attempts)" if attempt > 1 else ""
     raise DownloadError(f"{url}: {last}{tries}")
+
+
+def _pooch():
+    """pooch, imported when a download starts: its downloader module imports tqdm.auto, which prints a
+    TqdmWarning (with a path of the machine) into every notebook that merely imports the datasets module."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        import pooch
+    return pooch
