@@ -348,3 +348,9 @@ def test_the_readme_course_command_runs_every_cpu_lecture_and_exercise(tmp_path)
     assert len(cpu) >= 9 and {"00_setup.ipynb", "03_cpu_baselines.ipynb", "30_snap_web_google.ipynb",
                               "exercises/33_top_k_solution.ipynb"} <= {n.as_posix() for n in cpu}
     assert fingerprint(copy / "notebooks") == before, "executing changed or added files under notebooks/"
+
+
+def test_committed_logs_hold_no_carriage_return_lines():
+    """A progress bar redrawn with carriage returns is noise in a committed log: each log keeps plain lines."""
+    for log in (course.ROOT / "benchmarks").rglob("*.log"):
+        assert b"\r" not in log.read_bytes(), f"{log.relative_to(course.ROOT)} holds carriage returns"
