@@ -340,8 +340,9 @@ def graph_iteration_ms(dg: DeviceGraph, name: str = "fused", iterations: int = 2
 
 
 def choose(dg) -> tuple[str, str]:
-    """The course's fastest iteration for this GPU and graph, and why: where the contribution vector fits in
-    half of L2, the fused kernel (one launch); beyond, the blocked iteration (segments that do fit)."""
+    """The iteration the course picks by regime, and why: where the contribution vector fits in half of L2,
+    the fused kernel (one launch); beyond, the blocked iteration (segments that do fit). A rule by size alone:
+    lectures 22 and 32 measure where it is not the fastest (graphs with locality, degree-sorted orders)."""
     l2, vector = device_facts().l2_bytes, 4 * int(dg.num_vertices)
     where = f"the {vector / 2**20:.1f} MiB rank vector against this GPU's {l2 / 2**20:.0f} MiB L2"
     if vector <= l2 // 2:
@@ -368,7 +369,7 @@ def _whole_number(value, what: str) -> int:
 def pagerank_gpu(graph, name: str | Variant | None = None, damping: float = DAMPING, tol: float = 1e-6,
                  max_iter: int = 1000, personalization=None, *, check_every: int = 8) -> GpuPageRankResult:
     """PageRank on the GPU, same semantics and stop test as the float64 reference. With no variant named it
-    runs the course's fastest for this GPU and graph (``choose``) and prints which and why. ``tol=0`` runs
+    runs the one ``choose`` picks for this GPU and graph by regime and prints which and why. ``tol=0`` runs
     exactly ``max_iter`` iterations (any positive tol can be met by a float32 change of exactly 0). The stop test runs
     on the GPU; the host reads it every ``check_every`` iterations (whole-iteration variants replay that many,
     rounded up to an even number, as one CUDA graph); the ranks are those of the iteration that met it."""
