@@ -48,6 +48,14 @@ def file_name(code: str) -> str:
     return found.group(1)
 
 
+def same_source(a: str, b: str) -> bool:
+    """Whether two sources are the same kernel text, blank lines and trailing spaces aside (a kernel shown in
+    parts is joined with a blank line where one cell ends and the next begins)."""
+    def lines(text):
+        return [line.rstrip() for line in text.splitlines() if line.strip()]
+    return lines(a) == lines(b)
+
+
 def define(code: str):
     """Make this source the one in force for its kernel file for the rest of the session, and return its
     kernel function — or, for a file whose kernels are not named after it, a namespace of them all — compiled
@@ -59,7 +67,7 @@ def define(code: str):
     name = file_name(code)
     if name not in names():
         raise KeyError(f"{name!r} is not one of the course's kernel files: {', '.join(names())}")
-    if code.strip() == canonical(name).strip():
+    if same_source(code, canonical(name)):
         _LIVE.pop(name, None)
     else:
         _LIVE[name] = code
