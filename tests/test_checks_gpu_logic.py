@@ -332,16 +332,24 @@ def test_l1_change_logic(emulate, cause, monkeypatch):
         expect(run("check_l1_change", emulate, monkeypatch, seed, "20_l1_change"), cause)
 
 
-# --- 21: the fused update --------------------------------------------------------------------------
+# --- 21: the fused update with the last block's sums ----------------------------------------------------
 
-def fused_update(bound=True, formula="right", guard=True, twice=False, drop_last=False, read_first=False):
+def fused_update(stride="grid", bound=True, formula="right", guard=True, twice=False, drop_last=False,
+                 read_first=False, counter="right", reset=True, own_only=False, dangling="new", signed=False,
+                 idle_blocks=True, unset_slots=False):
     def emulate(threads, args, probed, block):
-        in_offsets, in_sources, out_degree, contrib, mass, d, new_rank, new_contrib, n = args
+        (in_offsets, in_sources, out_degree, contrib, rank, mass, d, new_rank, new_contrib, partials,
+         finished, totals, n) = args
         n, d, mass, one = int(n), np.float32(d), np.float32(mass), np.float32(1)
-        v = np.arange(threads)
+        grid, thread = threads // block, np.arange(threads)
         if read_first:
-            read(out_degree, v, v, probed)
-        v = v[v < n] if bound else v
+            read(out_degree, thread, thread, probed)
+        if stride == "grid":
+            v = np.arange(max(n, threads) if not bound else n)
+            owner = v % threads
+        else:                                               # one vertex per thread, no loop
+            v = thread if not bound else thread[thread < n]
+            owner = v
         starts, ends = in_offsets[v].astype(np.int64), in_offsets[v + 1].astype(np.int64)
         if drop_last:
             ends = np.where(ends > starts, ends - 1, ends)
@@ -356,9 +364,27 @@ def fused_update(bound=True, formula="right", guard=True, twice=False, drop_last
         degree = out_degree[v].astype(np.float32)
         with np.errstate(divide="ignore", invalid="ignore"):
             c = np.where((degree > 0) | (not guard), r / degree, np.float32(0))
-        last = v + ((v + 1 < threads) if twice else 0)      # thread v + 1 stores v as well
-        store(new_rank, probed, v, r, v, last)
-        store(new_contrib, probed, v, c, v, last)
+        last = owner + ((owner + 1 < threads) if twice else 0)    # thread v + 1 stores v as well
+        store(new_rank, probed, v, r, owner, last)
+        store(new_contrib, probed, v, c, owner, last)
+        inside = v < n
+        taken = {"new": r, "old": rank[v], "all": r}[dangling].astype(np.float64)
+        dangling_share = np.where(inside & ((degree == 0) | (dangling == "all")), taken, 0.0)
+        difference = r.astype(np.float64) - rank[v]
+        change_share = np.where(inside, difference if signed else np.abs(difference), 0.0)
+        shares = [np.bincount(owner // block, weights=w, minlength=grid)[:grid] for w in (dangling_share,
+                                                                                      change_share)]
+        if unset_slots and probed:
+            shares = [np.full(grid, np.nan) for _ in shares]
+        partials[0:2 * grid:2], partials[1:2 * grid:2] = shares[0], shares[1]
+        arrived = grid if idle_blocks else int(np.count_nonzero(np.arange(grid) * block < n))
+        before = int(finished[0])
+        finished[0] = before + arrived
+        if before + arrived - 1 == grid - (1 if counter == "right" else 0):
+            sums = partials[0:2 * grid].astype(np.float64).reshape(grid, 2)
+            totals[:2] = sums[-1] if own_only else sums.sum(axis=0)
+            if reset:
+                finished[0] = 0
     return emulate
 
 
@@ -371,11 +397,42 @@ def fused_update(bound=True, formula="right", guard=True, twice=False, drop_last
     (fused_update(twice=True), "several threads"),
     (fused_update(drop_last=True), "row bounds"),
     (fused_update(read_first=True), "outside its"),
+    (fused_update(counter="off by one"), "no block found itself last"),
+    (fused_update(reset=False), "the counter is not reset"),
+    (fused_update(own_only=True), "only one block's shares"),
+    (fused_update(dangling="old"), "the dangling mass of the OLD ranks"),
+    (fused_update(dangling="all"), "the new rank of every vertex"),
+    (fused_update(signed=True), "signed differences cancel"),
+    (fused_update(stride="none"), "grid-stride loop"),
+    (fused_update(idle_blocks=False), "blocks counted themselves in"),
+    (fused_update(unset_slots=True), "shared memory it never wrote"),
 ], ids=["solution", "no v < n", "dangling lost", "hard-coded damping", "no guard", "two threads per vertex",
-        "last in-link dropped", "out_degree read before the check"])
+        "last in-link dropped", "out_degree read before the check", "counter off by one", "counter not reset",
+        "own block only", "old ranks' dangling mass", "every vertex dangling", "signed change",
+        "no grid-stride loop", "blocks without a vertex not counted", "unset shared slots"])
 def test_fused_update_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
         expect(run("check_fused_update", emulate, monkeypatch, seed, "21_fused_update"), cause)
+
+
+def test_exercise_21_is_launched_in_three_configurations_and_its_totals_are_exact(monkeypatch):
+    from helpers.checks import gpu_fused
+
+    devices = []
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: devices.append(FakeDevice(fused_update()))
+                        or devices[-1])
+    report = checks.check_fused_update(defined(load("21_fused_update")[0]), seed=1, quiet=True)
+    assert report.ok, str(report)
+    assert {grid for grid, block in devices[0].launches} >= {gpu_fused.FEW_BLOCKS, 1, 3}
+    assert all(block == 256 for _, block in devices[0].launches)
+    assert "a whole PageRank with your kernel and its totals" in str(report)
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        for graph in device.gpu_graphs(rng):
+            case = gpu_fused.FusedCase(graph, rng)
+            for total in (case.dangling, case.change, float(case.dc.expected.sum())):
+                assert total / device.UNIT < 2**24 and float(np.float32(total)) == total
+            assert np.array_equal(case.old.astype(np.float32).astype(np.float64), case.old)
 
 
 def test_a_kernel_that_writes_its_input_is_named(monkeypatch):

@@ -19,6 +19,26 @@ from helpers.checks.lint import lint
 from helpers.checks.probe import probed
 from test_kernels import COMPILED
 
+# lecture 21's finish (the whole last block adds its shares, after `if (!last) return;`), for exercise 21
+LECTURE_FINISH = (
+    "    __shared__ bool last;\n    __shared__ double warp_totals[2][THREADS / 32];\n"
+    "    if (threadIdx.x == 0) {\n        partials[2 * blockIdx.x] = block_dangling[0];\n"
+    "        partials[2 * blockIdx.x + 1] = block_change[0];\n        __threadfence();\n"
+    "        last = atomicAdd(finished, 1) == gridDim.x - 1;\n    }\n    __syncthreads();\n"
+    "    if (!last) return;                             // the same for the whole block\n"
+    "    __threadfence();\n    double all_dangling = 0.0, all_change = 0.0;\n"
+    "    for (int b = threadIdx.x; b < gridDim.x; b += THREADS) {\n"
+    "        all_dangling += ((volatile float*)partials)[2 * b];\n"
+    "        all_change += ((volatile float*)partials)[2 * b + 1];\n    }\n"
+    "    for (int offset = 16; offset > 0; offset /= 2) {\n"
+    "        all_dangling += __shfl_down_sync(0xffffffffu, all_dangling, offset);\n"
+    "        all_change += __shfl_down_sync(0xffffffffu, all_change, offset);\n    }\n"
+    "    if (threadIdx.x % 32 == 0) {\n        warp_totals[0][threadIdx.x / 32] = all_dangling;\n"
+    "        warp_totals[1][threadIdx.x / 32] = all_change;\n    }\n    __syncthreads();\n"
+    "    if (threadIdx.x == 0) {\n        double a = 0.0, c = 0.0;\n"
+    "        for (int w = 0; w < THREADS / 32; ++w) { a += warp_totals[0][w]; c += warp_totals[1][w]; }\n"
+    "        totals[0] = (float)a;\n        totals[1] = (float)c;\n        *finished = 0;\n    }\n")
+
 # exercise -> [(the wrong answer, text in the solution, what replaces it, words the likely cause must
 # contain)]
 MUTANTS = {
@@ -183,17 +203,19 @@ MUTANTS = {
          "state kept across calls"),
     ],
     "10_pull_grid_stride": [
-        ("no grid-stride step", "v += blockDim.x * gridDim.x", "v += n", "never written"),
+        ("no grid-stride step", "v += stride)", "v += n)", "never written"),
         ("off-by-one row bound", "k < in_offsets[v + 1]", "k <= in_offsets[v + 1]", "row bounds"),
         ("v <= n", "v < n;", "v <= n;", "past the end"),
-        ("stride of one block", "v += blockDim.x * gridDim.x", "v += blockDim.x", "wrong grid stride"),
-        ("start without blockIdx", "int v = blockIdx.x * blockDim.x + threadIdx.x;", "int v = threadIdx.x;",
-         "wrong grid stride"),
+        ("stride of one block", "long long stride = (long long)blockDim.x * gridDim.x;",
+         "long long stride = blockDim.x;", "wrong grid stride"),
+        ("start without blockIdx", "long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;",
+         "long long v = threadIdx.x;", "wrong grid stride"),
         ("last in-link skipped", "k < in_offsets[v + 1]", "k < in_offsets[v + 1] - 1",
          "misses its last in-link"),
         ("out-degree of v", "sum += rank[u] / out_degree[u];", "sum += rank[u] / out_degree[v];",
          "the out-degree of u"),
-        ("the stride written as the one launch's 384", "v += blockDim.x * gridDim.x", "v += 384",
+        ("the stride written as the one launch's 384",
+         "long long stride = (long long)blockDim.x * gridDim.x;", "long long stride = 384;",
          "not by a number that fits one launch"),
     ],
     "11_push_atomic": [
@@ -230,8 +252,7 @@ MUTANTS = {
          "contrib[u] = degree > 0 ? rank[u] / degree : rank[u];", "0 for dangling ones"),
         ("the next vertex written too", "    if (u >= n) return;\n",
          "    if (u >= n) return;\n    if (u + 1 < n) { int d1 = out_degree[u + 1]; contrib[u + 1] = d1 > 0 "
-         "? "
-         "rank[u + 1] / d1 : 0.0f; }\n", "stored by several threads"),
+         "? rank[u + 1] / d1 : 0.0f; }\n", "stored by several threads"),
         ("out_degree read before the bounds check",
          "    if (u >= n) return;\n    int degree = out_degree[u];",
          "    int degree = out_degree[u];\n    if (u >= n) return;", "outside its"),
@@ -273,12 +294,12 @@ MUTANTS = {
          "if (i >= count) return;\n    int v = vertices[i];",
          "after some lanes of the warp may have returned"),
         ("shuffles inside the branch",
-         "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) "
-         "sum += contrib[in_sources[k]];\n    }\n"
+         "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width)\n"
+         "            sum += contrib[in_sources[k]];\n    }\n"
          "    for (int offset = width / 2; offset > 0; offset /= 2) {\n"
          "        sum += __shfl_down_sync(0xffffffffu, sum, offset, width);\n    }",
-         "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) sum += "
-         "contrib[in_sources[k]];\n"
+         "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width)\n"
+         "            sum += contrib[in_sources[k]];\n"
          "        for (int offset = width / 2; offset > 0; offset /= 2) {\n"
          "            sum += __shfl_down_sync(0xffffffffu, sum, offset, width);\n        }\n    }",
          "inside code that only some lanes of the warp run"),
@@ -288,8 +309,8 @@ MUTANTS = {
          "    if (v >= 0) pulled[v] = sum;",
          "several lanes store"),
         ("lanes read contiguous chunks",
-         "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width) "
-         "sum += contrib[in_sources[k]];",
+         "        for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += width)\n"
+         "            sum += contrib[in_sources[k]];",
          "        int chunk = (in_offsets[v + 1] - in_offsets[v] + width - 1) / width;\n"
          "        int begin = in_offsets[v] + lane * chunk;\n"
          "        for (int k = begin; k < min(begin + chunk, in_offsets[v + 1]); ++k) sum += "
@@ -332,29 +353,58 @@ MUTANTS = {
          "        if (threadIdx.x < stride) {\n"
          "            partial[threadIdx.x] += partial[threadIdx.x + stride];\n"
          "            __syncthreads();\n        }", "inside code that only part of the block runs"),
-        ("an early return before the barriers", "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n",
-         "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n",
+        ("an early return before the barriers",
+         "    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+         "    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n    if (i >= n) return;\n",
          "after some threads of the block may have returned"),
     ],
     "21_fused_update": [
+        ("the counter compared with gridDim.x", "== gridDim.x - 1) {", "== gridDim.x) {",
+         "no block found itself last"),
+        ("the counter never reset",
+         "            *finished = 0;                         // ready for the next launch\n", "",
+         "the counter is not reset"),
+        ("only the last block's own shares", "for (int b = 0; b < gridDim.x; ++b) {",
+         "for (int b = blockIdx.x; b <= blockIdx.x; ++b) {", "only one block's shares"),
+        ("the old ranks' dangling mass", "if (degree == 0) dangling += r;",
+         "if (degree == 0) dangling += rank[v];",
+         "the dangling mass of the OLD ranks"),
+        ("every vertex counted as dangling", "if (degree == 0) dangling += r;", "dangling += r;",
+         "the new rank of every vertex"),
+        ("signed differences", "change += fabsf(r - rank[v]);", "change += r - rank[v];",
+         "signed differences cancel"),
+        ("no grid-stride loop", "v < n; v += stride)", "v < n; v += n)", "grid-stride loop"),
+        ("threads past n return before the tree",
+         "    float dangling = 0.0f, change = 0.0f;          // this thread's two shares\n",
+         "    float dangling = 0.0f, change = 0.0f;          // this thread's two shares\n"
+         "    if ((long long)blockIdx.x * blockDim.x + threadIdx.x >= n) return;\n",
+         "after some threads of the block may have returned"),
+        ("blocks without a vertex skip their shares",
+         "    if (threadIdx.x == 0) {\n        partials[2 * blockIdx.x]",
+         "    if ((long long)blockIdx.x * blockDim.x >= n) return;\n"
+         "    if (threadIdx.x == 0) {\n        partials[2 * blockIdx.x]",
+         "blocks counted themselves in"),
+        ("float atomics into totals",
+         "        if (atomicAdd(finished, 1) == gridDim.x - 1) {           // the last block to arrive\n",
+         "        atomicAdd(&totals[0], block_dangling[0]);\n"
+         "        atomicAdd(&totals[1], block_change[0]);\n"
+         "        if (atomicAdd(finished, 1) == gridDim.x - 1) {           // the last block to arrive\n",
+         "float atomics into totals"),
+        ("no __threadfence before the count",
+         "        __threadfence();                           // the shares are visible before the count\n",
+         "",
+         "no __threadfence() between writing the block's shares"),
+        ("no barrier between the tree's steps",
+         "            block_change[threadIdx.x] += block_change[threadIdx.x + half];\n        }\n"
+         "        __syncthreads();\n",
+         "            block_change[threadIdx.x] += block_change[threadIdx.x + half];\n        }\n",
+         "no __syncwarp() or __syncthreads() between them"),
         ("dangling mass dropped", "(d * dangling_mass + (1.0f - d)) / n", "(1.0f - d) / n",
          "dangling mass lost"),
-        ("teleport not divided by n", "(d * dangling_mass + (1.0f - d)) / n",
-         "d * dangling_mass / n + (1.0f - d)",
-         "not summing to 1"),
+        ("hard-coded damping", "float r = d * sum + base;", "float r = 0.85f * sum + base;", "hard-coded"),
         ("no dangling guard", "degree > 0 ? r / degree : 0.0f", "r / degree", "out-degree 0"),
-        ("no v < n", "    if (v >= n) return;\n", "", "past the end"),
-        ("hard-coded damping", "float r = d * sum + (d * dangling_mass + (1.0f - d)) / n;",
-         "float r = 0.85f * sum + (0.85f * dangling_mass + 0.15f) / n;", "hard-coded"),
-        ("dangling share not damped", "(d * dangling_mass + (1.0f - d)) / n",
-         "(dangling_mass + (1.0f - d)) / n",
-         "not damped"),
-        ("last in-link skipped", "k < in_offsets[v + 1]; ++k", "k < in_offsets[v + 1] - 1; ++k",
-         "misses its last in-link"),
         ("next contribution from the old one", "new_contrib[v] = degree > 0 ? r / degree : 0.0f;",
          "new_contrib[v] = degree > 0 ? contrib[v] : 0.0f;", "the NEW rank / out-degree"),
-        ("out_degree read before the bounds check", "    if (v >= n) return;\n",
-         "    int early = out_degree[v];\n    if (v >= n || early < 0) return;\n", "outside its"),
     ],
 }
 
@@ -427,12 +477,14 @@ CORRECT = {
     ],
     "10_pull_grid_stride": [
         ("a while loop", None,
-         "    int stride = gridDim.x * blockDim.x;\n    int v = threadIdx.x + blockIdx.x * blockDim.x;\n"
+         "    long long stride = (long long)gridDim.x * blockDim.x;\n"
+         "    long long v = threadIdx.x + (long long)blockIdx.x * blockDim.x;\n"
          "    while (v < n) {\n        float sum = 0.0f;\n"
          "        for (int k = in_offsets[v]; k < in_offsets[v + 1]; ++k) sum += rank[in_sources[k]] / "
          "out_degree[in_sources[k]];\n        pulled[v] = sum;\n        v += stride;\n    }\n"),
         ("in-links unrolled by 4", None,
-         "    for (int v = blockIdx.x * blockDim.x + threadIdx.x; v < n; v += blockDim.x * gridDim.x) {\n"
+         "    long long stride = (long long)blockDim.x * gridDim.x;\n"
+         "    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride) {\n"
          "        int k = in_offsets[v], end = in_offsets[v + 1];\n        float sum = 0.0f;\n"
          "        for (; k + 3 < end; k += 4) {\n"
          "            float a = rank[in_sources[k]] / out_degree[in_sources[k]];\n"
@@ -445,13 +497,14 @@ CORRECT = {
     ],
     "11_push_atomic": [
         ("a pointer walk", None,
-         "    int u = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "    long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
          "    if (u >= n || out_degree[u] == 0) return;\n"
          "    float share = rank[u] / out_degree[u];\n    const int* t = out_targets + out_offsets[u];\n"
          "    const int* end = out_targets + out_offsets[u + 1];\n"
          "    while (t != end) atomicAdd(&pulled[*t++], share);\n"),
         ("a grid-stride loop", None,
-         "    for (int u = blockIdx.x * blockDim.x + threadIdx.x; u < n; u += blockDim.x * gridDim.x) {\n"
+         "    long long stride = (long long)blockDim.x * gridDim.x;\n"
+         "    for (long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x; u < n; u += stride) {\n"
          "        int degree = out_degree[u];\n        if (degree == 0) continue;\n"
          "        for (int k = out_offsets[u]; k < out_offsets[u + 1]; ++k) atomicAdd(pulled + "
          "out_targets[k], "
@@ -459,7 +512,7 @@ CORRECT = {
     ],
     "12_contributions_split": [
         ("if and else", None,
-         "    int u = blockIdx.x * blockDim.x + threadIdx.x;\n    if (u < n) {\n"
+         "    long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n    if (u < n) {\n"
          "        int degree = out_degree[u];\n"
          "        if (degree > 0) { contrib[u] = rank[u] / degree; dangling_rank[u] = 0.0f; }\n"
          "        else { contrib[u] = 0.0f; dangling_rank[u] = rank[u]; }\n    }\n"),
@@ -468,7 +521,8 @@ CORRECT = {
     ],
     "13_pull_warp": [
         ("shared memory with __syncwarp", None,
-         "    __shared__ float partial[256];\n    int v = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\n"
+         "    __shared__ float partial[256];\n"
+         "    long long v = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;\n"
          "    int lane = threadIdx.x % 32;\n    if (v >= n) return;\n    float sum = 0.0f;\n"
          "    for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += 32) sum += rank[in_sources[k]] "
          "/ "
@@ -479,7 +533,8 @@ CORRECT = {
          "        if (lane < offset) partial[threadIdx.x] += other;\n        __syncwarp();\n    }\n"
          "    if (lane == 0) pulled[v] = partial[threadIdx.x];\n"),
         ("chunks of 32 with shuffles in the loop", None,
-         "    int v = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n    int lane = threadIdx.x & 31;\n"
+         "    long long v = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n"
+         "    int lane = threadIdx.x & 31;\n"
          "    if (v >= n) return;\n    int start = in_offsets[v], end = in_offsets[v + 1];\n"
          "    float total = 0.0f;\n"
          "    for (int base = start; base < end; base += 32) {\n        int k = base + lane;\n"
@@ -505,7 +560,8 @@ CORRECT = {
     ],
     "20_l1_change": [
         ("shuffles, then one atomicAdd per block", None,
-         "    __shared__ float warp_sums[8];\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "    __shared__ float warp_sums[8];\n"
+         "    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
          "    float x = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;\n"
          "    for (int offset = 16; offset > 0; offset /= 2) x += __shfl_down_sync(0xffffffffu, x, "
          "offset);\n"
@@ -516,7 +572,8 @@ CORRECT = {
          "offset);\n"
          "        if (threadIdx.x == 0) atomicAdd(total, y);\n    }\n"),
         ("interleaved addressing", None,
-         "    __shared__ float partial[256];\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "    __shared__ float partial[256];\n"
+         "    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
          "    partial[threadIdx.x] = i < n ? fabsf(new_rank[i] - old_rank[i]) : 0.0f;\n"
          "    __syncthreads();\n"
          "    for (int s = 1; s < blockDim.x; s *= 2) {\n"
@@ -524,10 +581,34 @@ CORRECT = {
          "        __syncthreads();\n    }\n    if (threadIdx.x == 0) atomicAdd(total, partial[0]);\n"),
     ],
     "21_fused_update": [
-        ("a reciprocal of the degree", "new_contrib[v] = degree > 0 ? r / degree : 0.0f;",
-         "float inverse = degree > 0 ? 1.0f / degree : 0.0f;\n    new_contrib[v] = r * inverse;"),
-        ("the teleport share apart", "float r = d * sum + (d * dangling_mass + (1.0f - d)) / n;",
-         "float share = (1.0f - d) / n + d * dangling_mass / n;\n    float r = d * sum + share;"),
+        ("the lecture's finish: the whole last block adds, with shuffles",
+         "    if (threadIdx.x == 0) {\n        partials[2 * blockIdx.x] = block_dangling[0];\n"
+         "        partials[2 * blockIdx.x + 1] = block_change[0];\n"
+         "        __threadfence();                           // the shares are visible before the count\n"
+         "        if (atomicAdd(finished, 1) == gridDim.x - 1) {           // the last block to arrive\n"
+         "            __threadfence();\n            double total_dangling = 0.0, total_change = 0.0;\n"
+         "            for (int b = 0; b < gridDim.x; ++b) {\n"
+         "                total_dangling += ((volatile float*)partials)[2 * b];\n"
+         "                total_change += ((volatile float*)partials)[2 * b + 1];\n            }\n"
+         "            totals[0] = (float)total_dangling;\n            totals[1] = (float)total_change;\n"
+         "            *finished = 0;                         // ready for the next launch\n"
+         "        }\n    }\n",
+         LECTURE_FINISH),
+        ("shuffles for the block's shares", "    block_dangling[threadIdx.x] = dangling;\n"
+         "    block_change[threadIdx.x] = change;\n    __syncthreads();\n"
+         "    for (int half = THREADS / 2; half > 0; half /= 2) {\n        if (threadIdx.x < half) {\n"
+         "            block_dangling[threadIdx.x] += block_dangling[threadIdx.x + half];\n"
+         "            block_change[threadIdx.x] += block_change[threadIdx.x + half];\n        }\n"
+         "        __syncthreads();\n    }\n",
+         "    for (int offset = 16; offset > 0; offset /= 2) {\n"
+         "        dangling += __shfl_down_sync(0xffffffffu, dangling, offset);\n"
+         "        change += __shfl_down_sync(0xffffffffu, change, offset);\n    }\n"
+         "    if (threadIdx.x % 32 == 0) {\n        block_dangling[threadIdx.x / 32] = dangling;\n"
+         "        block_change[threadIdx.x / 32] = change;\n    }\n    __syncthreads();\n"
+         "    if (threadIdx.x == 0) {\n        for (int w = 1; w < THREADS / 32; ++w) {\n"
+         "            block_dangling[0] += block_dangling[w];\n"
+         "            block_change[0] += block_change[w];\n"
+         "        }\n    }\n"),
     ],
 }
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 from .cpu import check_pagerank_step, check_top_k, check_transpose
 from .gpu import KERNELS
 from .gpu_pull import check_pull_grid_stride, check_pull_list, check_pull_warp
-from .gpu_update import check_contributions_split, check_fused_update, check_l1_change, check_push_atomic
+from .gpu_fused import check_fused_update
+from .gpu_update import check_contributions_split, check_l1_change, check_push_atomic
 from .iteration import check_power_iteration
 from .limits import CPU_TIME_LIMIT, GPU_TIME_LIMIT
 from .report import NOT_WRITTEN_YET, Failure, Report

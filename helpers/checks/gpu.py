@@ -51,8 +51,8 @@ KERNELS = {"check_pull_grid_stride": Spec("pull_grid_stride", PULL, ("pulled",))
                                    ("pulled",),
                                    lane_stride="width"),
            "check_l1_change": Spec("l1_change", ("new_rank", "old_rank"), sums=("total",)),
-           "check_fused_update": Spec("fused_update", ("in_offsets", "in_sources", "out_degree", "contrib"),
-                                      ("new_rank", "new_contrib"))}
+           "check_fused_update": Spec("fused_update", ("in_offsets", "in_sources", "out_degree", "contrib",
+                                                       "rank"), ("new_rank", "new_contrib"))}
 
 
 def open_device(time_limit: float) -> Device:
