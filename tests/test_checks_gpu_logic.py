@@ -435,6 +435,81 @@ def test_exercise_21_is_launched_in_three_configurations_and_its_totals_are_exac
             assert np.array_equal(case.old.astype(np.float32).astype(np.float64), case.old)
 
 
+# --- 40: a pull over bfloat16 contributions ------------------------------------------------------------
+
+def course_pull_bf16(threads, args, probed, block):
+    """helpers/kernels/pull_half.cu's pull_bf16: widened bfloat16 values, summed, times scale[1]."""
+    from helpers.checks.gpu_half import widened
+
+    in_offsets, in_sources, contrib, scale, pulled, n = args
+    v = np.arange(min(threads, int(n)))
+    sums = row_sums(widened(contrib).astype(np.float64), in_offsets, in_sources, v)
+    pulled[v] = (sums.astype(np.float32) * scale[1]).astype(np.float32)
+
+
+def pull_bfloat16(reading="bfloat16", bound=True, extra=0, in_16_bits=False):
+    def emulate(threads, args, probed, block):
+        from types import SimpleNamespace
+
+        from helpers.checks.gpu_half import summed_in_16_bits, widened
+
+        in_offsets, in_sources, contrib, pulled, n = args
+        v = np.arange(threads)
+        v = v[v < int(n)] if bound else v
+        read(in_offsets, v + 1, v, probed)
+        values = {"bfloat16": widened(contrib), "float16": contrib.view(np.float16),
+                  "integer": contrib.astype(np.float64),
+                  "low bits": contrib.astype(np.uint32).view(np.float32)}[reading].astype(np.float64)
+        sums = row_sums(values, in_offsets, in_sources, v, extra)
+        if in_16_bits:
+            rows = SimpleNamespace(in_offsets=in_offsets[:int(n) + 1], in_sources=in_sources,
+                                   num_vertices=int(n))
+            sums = summed_in_16_bits(rows, widened(contrib))[v]
+        store(pulled, probed, v, sums, v)
+    return emulate
+
+
+class HalfDevice(FakeDevice):
+    """The student's kernel emulated, and the course's pull_bf16 beside it."""
+
+    def compile(self, code, function):
+        if function == "pull_bf16":
+            return Kernel(course_pull_bf16, False)
+        return super().compile(code, function)
+
+
+@pytest.mark.parametrize("emulate, cause", [
+    (pull_bfloat16(), None),
+    (pull_bfloat16(reading="float16"), "read as IEEE float16"),
+    (pull_bfloat16(reading="integer"), "converted as an integer"),
+    (pull_bfloat16(reading="low bits"), "the bits were not shifted"),
+    (pull_bfloat16(in_16_bits=True), "kept in 16 bits"),
+    (pull_bfloat16(bound=False), "past the end"),
+    (pull_bfloat16(extra=1), "row bounds"),
+], ids=["solution", "float16", "integer", "not shifted", "sum in 16 bits", "no v < n", "row bound"])
+def test_pull_bfloat16_logic(emulate, cause, monkeypatch):
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: HalfDevice(emulate))
+    for seed in seeds_for(cause):
+        report = checks.check_pull_bfloat16(defined(load("40_half")[0]), seed=seed, quiet=True)
+        expect(report, cause)
+        if cause is None:
+            assert "the same bits as the course's pull_bf16" in str(report) and "from float64" in str(report)
+
+
+def test_bfloat16_in_numpy_rounds_to_nearest_even_and_the_exact_inputs_fit_it():
+    from helpers.checks.gpu_half import to_bfloat16, widened
+
+    values = np.array([1.0, 1 + 2**-8, 1 + 2**-7 + 2**-8, 1 + 2**-9, 1 + 2**-8 + 2**-20, 255 * 2.0**-24],
+                      np.float32)                                  # ties go to the even neighbour
+    assert widened(to_bfloat16(values)).tolist() == [1.0, 1.0, 1 + 2**-6, 1.0, 1 + 2**-7, 255 * 2.0**-24]
+    assert to_bfloat16(np.float32(1.0)) == 0x3F80
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        dc = device.DeviceCase(device.gpu_graphs(rng)[3], rng)
+        contrib = dc.host["contrib"]
+        assert np.array_equal(widened(to_bfloat16(contrib)), contrib)      # exact: 8 significant bits
+
+
 def test_a_kernel_that_writes_its_input_is_named(monkeypatch):
     inner = pull_grid_stride()
 

@@ -406,6 +406,29 @@ MUTANTS = {
         ("next contribution from the old one", "new_contrib[v] = degree > 0 ? r / degree : 0.0f;",
          "new_contrib[v] = degree > 0 ? contrib[v] : 0.0f;", "the NEW rank / out-degree"),
     ],
+    "40_half": [
+        ("read as IEEE float16",
+         "        unsigned int bits = (unsigned int)contrib[in_sources[k]] << 16;\n"
+         "        sum += __uint_as_float(bits);\n",
+         "        float value;\n"
+         "        asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(value) : \"h\"(contrib[in_sources[k]]));\n"
+         "        sum += value;\n", "read as IEEE float16"),
+        ("converted as an integer",
+         "        unsigned int bits = (unsigned int)contrib[in_sources[k]] << 16;\n"
+         "        sum += __uint_as_float(bits);\n",
+         "        sum += (float)contrib[in_sources[k]];\n", "converted as an integer"),
+        ("bits not shifted", "(unsigned int)contrib[in_sources[k]] << 16;",
+         "(unsigned int)contrib[in_sources[k]];", "the bits were not shifted"),
+        ("the sum kept in 16 bits", "        sum += __uint_as_float(bits);\n",
+         "        unsigned int s = __float_as_uint(sum + __uint_as_float(bits));\n"
+         "        s += 0x7fffu + ((s >> 16) & 1u);\n        sum = __uint_as_float(s & 0xffff0000u);\n",
+         "kept in 16 bits"),
+        ("shifted the wrong way", "<< 16;", ">> 16;", "nothing was added"),
+        ("off-by-one row bound", "k < in_offsets[v + 1]", "k <= in_offsets[v + 1]", "row bounds"),
+        ("v <= n", "if (v >= n) return;", "if (v > n) return;", "past the end"),
+        ("last in-link skipped", "k < in_offsets[v + 1]", "k < in_offsets[v + 1] - 1",
+         "misses its last in-link"),
+    ],
 }
 
 # exercise -> [(the unusual but correct answer, text in the solution, what replaces it)]: they must pass
@@ -610,13 +633,30 @@ CORRECT = {
          "            block_change[0] += block_change[w];\n"
          "        }\n    }\n"),
     ],
+    "40_half": [
+        ("a warp per vertex", None,
+         "    long long v = ((long long)blockIdx.x * blockDim.x + threadIdx.x) / 32;\n"
+         "    int lane = threadIdx.x % 32;\n    if (v >= n) return;\n    float sum = 0.0f;\n"
+         "    for (int k = in_offsets[v] + lane; k < in_offsets[v + 1]; k += 32)\n"
+         "        sum += __uint_as_float((unsigned int)contrib[in_sources[k]] << 16);\n"
+         "    for (int offset = 16; offset > 0; offset /= 2)\n"
+         "        sum += __shfl_down_sync(0xffffffffu, sum, offset);\n"
+         "    if (lane == 0) pulled[v] = sum;\n"),
+        ("a grid-stride loop and __int_as_float", None,
+         "    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < n;\n"
+         "         v += (long long)blockDim.x * gridDim.x) {\n        float sum = 0.0f;\n"
+         "        const int* k = in_sources + in_offsets[v];\n"
+         "        const int* end = in_sources + in_offsets[v + 1];\n"
+         "        while (k != end) sum += __int_as_float((int)contrib[*k++] << 16);\n"
+         "        pulled[v] = sum;\n    }\n"),
+    ],
 }
 
 # what a checker says about the untouched student version (an empty kernel, or a raise in Python)
 STUB_CAUSES = {"11_push_atomic": "nothing was added", "20_l1_change": "nothing was added"}
 # wrong answers whose detection hangs on padding or canaries: checked on five seeds, each must fail
 EVERY_SEED = {"v <= n", "no u < n", "u > n", "no v < n", "no i < count", "i <= count", "no i < n",
-              "slots past n never written"}
+              "slots past n never written", "blocks without a vertex skip their shares"}
 SEEDS = (11, 22, 33, 44, 55)
 # causes the source lint gives (so the CPU suite checks that the lint names these mutants)
 WARP_CAUSES = ("leaves out lanes", "__activemask() used as a mask",
@@ -704,7 +744,8 @@ def test_student_versions_are_in_step_with_their_solutions():
 def test_every_planned_exercise_has_a_solution_mutants_and_correct_variants():
     slugs = {p.name[: -len(exercises.SUFFIX)] for p in exercises.solutions()}
     assert slugs == set(MUTANTS) == set(CORRECT)
-    assert {s[:2] for s in slugs} == {"01", "02", "03", "10", "11", "12", "13", "14", "20", "21", "33"}
+    assert {s[:2] for s in slugs} == {"01", "02", "03", "10", "11", "12", "13", "14", "20", "21", "33",
+                                      "40"}
     assert all(len(wrongs) >= 6 for wrongs in MUTANTS.values())
     assert all(len(right) >= 2 for right in CORRECT.values())
 

@@ -52,7 +52,8 @@ KERNELS = {"check_pull_grid_stride": Spec("pull_grid_stride", PULL, ("pulled",))
                                    lane_stride="width"),
            "check_l1_change": Spec("l1_change", ("new_rank", "old_rank"), sums=("total",)),
            "check_fused_update": Spec("fused_update", ("in_offsets", "in_sources", "out_degree", "contrib",
-                                                       "rank"), ("new_rank", "new_contrib"))}
+                                                       "rank"), ("new_rank", "new_contrib")),
+           "check_pull_bfloat16": Spec("pull_bfloat16", ("in_offsets", "in_sources"), ("pulled",))}
 
 
 def open_device(time_limit: float) -> Device:
