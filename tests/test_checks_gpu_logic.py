@@ -50,6 +50,21 @@ class FakeDevice:
         self.launches.append((grid[0], block[0]))
         kernel.emulate(grid[0] * block[0], args, kernel.probed, block[0])
 
+    def finish(self):
+        pass
+
+    def device_graph(self, graph, arrays=None):
+        """The graph's in-CSR and out-degrees as NumPy arrays, as driver.DeviceGraph holds them."""
+        from types import SimpleNamespace
+
+        dg = SimpleNamespace(num_vertices=graph.num_vertices, num_edges=graph.num_edges, name=graph.name,
+                             in_offsets=graph.in_offsets.astype(np.int32),
+                             in_sources=graph.in_sources.astype(np.int32),
+                             out_degree=graph.out_degree.astype(np.int32))
+        for name, (host, length) in (arrays or {}).items():
+            setattr(dg, name, np.array(host, copy=True)[:length])
+        return dg
+
 
 def store(out, probed, rows, values, threads, last_threads=None):
     """out[rows] = values (float32); in a probed launch also the lowest and highest writer of each element,
@@ -508,6 +523,89 @@ def test_bfloat16_in_numpy_rounds_to_nearest_even_and_the_exact_inputs_fit_it():
         dc = device.DeviceCase(device.gpu_graphs(rng)[3], rng)
         contrib = dc.host["contrib"]
         assert np.array_equal(widened(to_bfloat16(contrib)), contrib)      # exact: 8 significant bits
+
+
+# --- 31: beat the library (a launch function) ----------------------------------------------------------
+
+def pull_sums(kind="right"):
+    """A launch function on the fake device: y = the sums over in-links, right or wrong in one way."""
+    calls = []
+
+    def pull(dg, x, y):
+        n = dg.num_vertices
+        calls.append(n)
+        offsets = dg.in_offsets.astype(np.int64)
+        values = x.base if kind == "row bound" else x            # the padded x, to read x[n]
+        if kind == "16 bits":
+            values = (x.astype(np.float32).view(np.uint32) & 0xFFFF0000).view(np.float32)
+        extra = 1 if kind == "row bound" else 0
+        sources = dg.in_sources.base if kind == "row bound" else dg.in_sources
+        rows = np.arange(n)
+        sums = row_sums(values.astype(np.float64), offsets, sources, rows, extra)
+        if kind == "long lists dropped":
+            sums = np.where(np.diff(offsets) > 32, 0.0, sums)
+        if kind == "half written":
+            rows = rows[::2]
+        y[rows] = sums[rows].astype(np.float32)
+        if kind == "past the end":
+            y.base[n:n + 3] = 0.0
+        if kind == "x changed":
+            x *= 2
+        if kind == "race" and len(calls) % 2 == 0:
+            y[int(np.argmax(np.diff(offsets)))] += 1.0
+        if kind == "raises":
+            raise ValueError("a mistake in the launch function")
+    return pull
+
+
+def fake_race(pull, dg, x, y, *, trials, launches):
+    from helpers.gpu import Timing
+
+    pull(dg, x, y)
+    samples = {"your pull_sums": 0.8, "cuSPARSE's SpMV (prepared once)": 1.0, "the random-gather floor": 0.5}
+    return ({name: Timing.of(value * (1 + 0.01 * np.arange(trials)), pairing=7)
+             for name, value in samples.items()}, "a fake GPU", 50 * 2**20)
+
+
+@pytest.mark.parametrize("kind, cause", [
+    ("right", None), ("row bound", "row bounds"), ("long lists dropped", "in-links are right, wrong ones have"),
+    ("16 bits", "further from float64 than float32 additions explain"), ("half written", "never written"),
+    ("past the end", "past the end"), ("x changed", "modified its input (x)"), ("race", "race"),
+    ("raises", "your code raised an error"),
+])
+def test_beat_the_library_logic(kind, cause, monkeypatch):
+    from helpers import generators
+    from helpers.checks import library
+
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: FakeDevice(None))
+    monkeypatch.setattr(library, "open_device", lambda time_limit: FakeDevice(None))
+    monkeypatch.setattr(library, "race", fake_race)
+    graph = generators.web_graph(5_000, 30_000, seed=3, max_in_degree=800)
+    for seed in seeds_for(cause)[:2]:
+        report = checks.check_beat_the_library(pull_sums(kind), seed=seed, quiet=True, graph=graph)
+        expect(report, cause)
+        if cause is None:
+            timed = report.passed[-1]
+            assert timed.startswith("timed against cuSPARSE") and "on a fake GPU" in timed, str(report)
+            assert "your pull_sums is about 1.2x faster than cuSPARSE's SpMV" in timed
+            assert "about 1.6x slower than the random-gather floor" in timed and "in L2" in timed
+        else:
+            assert "not timed" in str(report) or report.stopped, str(report)
+
+
+def test_beat_the_library_lints_the_sources_its_function_names_and_refuses_what_is_no_function():
+    from helpers.checks import library
+
+    solution = defined(load("31_beat_the_library")[0])
+    assert library.kernel_sources(solution) == [solution.__globals__["SOURCE"]]
+    assert library.source_cases(solution) == []
+    broken = solution.__globals__["SOURCE"].replace("__ballot_sync(FULL,", "__ballot_sync(__activemask(),")
+    namespace = {"SOURCE": broken}
+    exec("def pull(dg, x, y):\n    return SOURCE\n", namespace)
+    found = library.source_cases(namespace["pull"])
+    assert len(found) == 1 and "__activemask() used as a mask" in found[0][1][1][0].cause
+    report = checks.check_beat_the_library("pull_sums", seed=1, quiet=True)
+    assert report.stopped and "pass your launch function itself" in report.failures[0].cause
 
 
 def test_a_kernel_that_writes_its_input_is_named(monkeypatch):

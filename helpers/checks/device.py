@@ -75,10 +75,25 @@ class Device:
 
     def launch(self, kernel, grid: tuple, block: tuple, args: tuple) -> None:
         kernel(grid, block, args)
+        self.finish()
+
+    def finish(self) -> None:
+        """Wait for the work queued on the current stream, at most ``time_limit`` s (Wrong, stopping the
+        run, past it)."""
         try:
             wait(self.cp, self.time_limit)
         except KernelHung as hung:
             raise Wrong(str(hung), HUNG.format(limit=self.time_limit), stop=True) from None
+
+    def device_graph(self, graph, arrays: dict | None = None):
+        """``graph`` as the course's driver lays it out (a ``driver.DeviceGraph``); ``arrays`` (name ->
+        (padded host array, length)) replaces its in-CSR and out-degrees by views of padded copies."""
+        from ..driver import DeviceGraph
+
+        dg = DeviceGraph(graph)
+        for name, (host, length) in (arrays or {}).items():
+            setattr(dg, name, self.put(host)[:length])
+        return dg
 
 
 def blocks(threads: int, block: int = BLOCK) -> tuple[int]:
