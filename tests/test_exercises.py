@@ -407,6 +407,36 @@ MUTANTS = {
         ("next contribution from the old one", "new_contrib[v] = degree > 0 ? r / degree : 0.0f;",
          "new_contrib[v] = degree > 0 ? contrib[v] : 0.0f;", "the NEW rank / out-degree"),
     ],
+    "22_reorder": [
+        ("ascending order", "np.argsort(-np.asarray(out_degree, dtype=np.int64), kind=\"stable\")",
+         "np.argsort(np.asarray(out_degree, dtype=np.int64), kind=\"stable\")", "the order is ascending"),
+        ("ties reversed", "np.argsort(-np.asarray(out_degree, dtype=np.int64), kind=\"stable\")",
+         "np.argsort(np.asarray(out_degree, dtype=np.int64), kind=\"stable\")[::-1]",
+         "equal out-degrees must stay in increasing old id"),
+        ("the sorted degrees", "np.argsort(-np.asarray(out_degree, dtype=np.int64), kind=\"stable\")",
+         "np.sort(np.asarray(out_degree, dtype=np.int64))[::-1]", "perm holds out-degrees"),
+        ("in-degree order", "np.argsort(-np.asarray(out_degree, dtype=np.int64), kind=\"stable\")",
+         "np.argsort(-np.diff(in_offsets).astype(np.int64), kind=\"stable\")", "ordered by in-degree"),
+        ("new_id returned for perm", "return perm, offsets, new_sources[order]",
+         "return new_id, offsets, new_sources[order]", "you returned new_id"),
+        ("sources not renamed", "new_sources, new_targets = new_id[in_sources], new_id[targets]",
+         "new_sources, new_targets = np.asarray(in_sources), new_id[targets]", "the sources were not renamed"),
+        ("sources renamed with perm", "new_sources, new_targets = new_id[in_sources], new_id[targets]",
+         "new_sources, new_targets = perm[in_sources], new_id[targets]", "renamed with perm instead"),
+        ("rows not moved", "new_sources, new_targets = new_id[in_sources], new_id[targets]",
+         "new_sources, new_targets = new_id[in_sources], targets", "the rows were not moved"),
+        ("rows not sorted by source", "order = np.lexsort((new_sources, new_targets))",
+         "order = np.argsort(new_targets, kind=\"stable\")", "the right in-links in the wrong order"),
+        ("an int32 sort key", "order = np.lexsort((new_sources, new_targets))",
+         "order = np.argsort(new_targets.astype(np.int32) * np.int32(n) + new_sources.astype(np.int32),\n"
+         "                       kind=\"stable\")", "overflow int32"),
+        ("the caller's sources renamed in place",
+         "    new_sources, new_targets = new_id[in_sources], new_id[targets]\n",
+         "    in_sources[:] = new_id[in_sources]\n    new_sources, new_targets = in_sources, new_id[targets]\n",
+         "modified its input (in_sources)"),
+        ("float offsets", "np.bincount(new_targets, minlength=n)",
+         "np.bincount(new_targets, weights=np.ones(new_targets.size), minlength=n)", "must hold integers"),
+    ],
     "31_beat_the_library": [
         ("no v < n", "    if (v < n) y[v] = sum;", "    y[v] = sum;", "past the end"),
         ("off-by-one row bound", "for (int k = begin; k < end; ++k)", "for (int k = begin; k <= end; ++k)",
@@ -652,6 +682,21 @@ CORRECT = {
          "            block_change[0] += block_change[w];\n"
          "        }\n    }\n"),
     ],
+    "22_reorder": [
+        ("sorted() on (-degree, id) and a loop over rows", None,
+         "    n = num_vertices\n"
+         "    perm = np.array(sorted(range(n), key=lambda v: (-int(out_degree[v]), v)), dtype=np.int64)\n"
+         "    new_id = np.empty(n, dtype=np.int64)\n    new_id[perm] = np.arange(n)\n"
+         "    rows = [np.sort(new_id[in_sources[in_offsets[v]:in_offsets[v + 1]]]) for v in perm]\n"
+         "    offsets = np.concatenate([[0], np.cumsum([r.size for r in rows])]).astype(np.int64)\n"
+         "    return perm, offsets, np.concatenate(rows + [np.zeros(0, dtype=np.int64)])\n"),
+        ("a SciPy permutation of the matrix", None,
+         "    import scipy.sparse as sp\n    n = num_vertices\n"
+         "    perm = np.lexsort((np.arange(n), -np.asarray(out_degree, dtype=np.int64)))\n"
+         "    matrix = sp.csr_matrix((np.ones(len(in_sources)), in_sources, in_offsets), shape=(n, n))\n"
+         "    permuted = matrix[perm][:, perm].tocsr()\n    permuted.sort_indices()\n"
+         "    return perm, permuted.indptr.astype(np.int64), permuted.indices.astype(np.int64)\n"),
+    ],
     "31_beat_the_library": [
         ("the library itself",
          "    kernel(((n + 255) // 256,), (256,), (dg.in_offsets, dg.in_sources, x, y, np.int32(n)))",
@@ -774,8 +819,8 @@ def test_student_versions_are_in_step_with_their_solutions():
 def test_every_planned_exercise_has_a_solution_mutants_and_correct_variants():
     slugs = {p.name[: -len(exercises.SUFFIX)] for p in exercises.solutions()}
     assert slugs == set(MUTANTS) == set(CORRECT)
-    assert {s[:2] for s in slugs} == {"01", "02", "03", "10", "11", "12", "13", "14", "20", "21", "31",
-                                      "33", "40"}
+    assert {s[:2] for s in slugs} == {"01", "02", "03", "10", "11", "12", "13", "14", "20", "21", "22",
+                                      "31", "33", "40"}
     assert all(len(wrongs) >= 6 for wrongs in MUTANTS.values())
     assert all(len(right) >= 2 for right in CORRECT.values())
 

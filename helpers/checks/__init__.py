@@ -22,6 +22,7 @@ from .gpu_pull import check_pull_grid_stride, check_pull_list, check_pull_warp
 from .gpu_update import check_contributions_split, check_l1_change, check_push_atomic
 from .iteration import check_power_iteration
 from .library import check_beat_the_library
+from .reorder import check_reorder
 from .limits import CPU_TIME_LIMIT, GPU_TIME_LIMIT
 from .report import NOT_WRITTEN_YET, Failure, Report
 
@@ -29,4 +30,4 @@ __all__ = ["Report", "Failure", "NOT_WRITTEN_YET", "CPU_TIME_LIMIT", "GPU_TIME_L
            "check_pagerank_step", "check_transpose", "check_power_iteration", "check_top_k",
            "check_pull_grid_stride", "check_push_atomic", "check_contributions_split", "check_pull_warp",
            "check_pull_list", "check_l1_change", "check_fused_update", "check_pull_bfloat16",
-           "check_beat_the_library"]
+           "check_beat_the_library", "check_reorder"]
