@@ -835,6 +835,31 @@ def test_student_versions_carry_no_outputs_and_no_solution():
         assert "TODO" in text
 
 
+def test_exercise_text_is_short_lines_with_one_line_todos_and_graded_hints_a_student_opens():
+    """Code lines under 100 characters and markdown lines under 111 (formulas aside); every TODO is one
+    short line that says what to write, and the help is in hint cells (Hint 1, 2, ...) folded in
+    <details>, kept in the student version."""
+    for solution in exercises.solutions():
+        student = json.loads(exercises.student_path(solution).read_text())
+        for notebook, name in ((json.loads(solution.read_text()), solution.name),
+                               (student, exercises.student_path(solution).name)):
+            for cell in notebook["cells"]:
+                for line in "".join(cell["source"]).split("\n"):
+                    limit = 99 if cell["cell_type"] == "code" else 110
+                    assert len(line) <= limit or line.startswith("$$"), f"{name}: {line!r}"
+        todos = [line.strip() for c in student["cells"] if c["cell_type"] == "code"
+                 for line in "".join(c["source"]).split("\n") if "TODO:" in line]
+        assert todos and all(len(t.split("TODO:", 1)[1]) <= 90 for t in todos), todos
+        hints = ["".join(c["source"]) for c in student["cells"] if c["cell_type"] == "markdown"
+                 and "".join(c["source"]).startswith("<details><summary>Hint")]
+        assert len(hints) >= 2, solution.name
+        for number, hint in enumerate(hints, 1):
+            assert hint.startswith(f"<details><summary>Hint {number}</summary>") and \
+                hint.rstrip().endswith("</details>")
+        titles = ["".join(c["source"]).split("\n")[0] for c in student["cells"] if c["cell_type"] == "markdown"]
+        assert titles[0].startswith(f"# Exercise {solution.name[:2]} · ") and "## Check it" in titles
+
+
 def test_stub_replaces_regions_with_hints():
     source = "def f(x):\n    # BEGIN SOLUTION hint: double it\n    return 2 * x\n    # END SOLUTION\n"
     assert exercises.stub(source) == ("def f(x):\n    # TODO: double it\n"
