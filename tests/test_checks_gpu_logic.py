@@ -421,8 +421,9 @@ def fused_update(stride="grid", bound=True, formula="right", guard=True, twice=F
     (fused_update(stride="none"), "grid-stride loop"),
     (fused_update(idle_blocks=False), "blocks counted themselves in"),
     (fused_update(unset_slots=True), "shared memory it never wrote"),
-], ids=["solution", "no v < n", "dangling lost", "hard-coded damping", "no guard", "two threads per vertex",
-        "last in-link dropped", "out_degree read before the check", "counter off by one", "counter not reset",
+], ids=["solution", "no v < n", "dangling lost", "hard-coded damping", "no guard",
+        "two threads per vertex", "last in-link dropped", "out_degree read before the check",
+        "counter off by one", "counter not reset",
         "own block only", "old ranks' dangling mass", "every vertex dangling", "signed change",
         "no grid-stride loop", "blocks without a vertex not counted", "unset shared slots"])
 def test_fused_update_logic(emulate, cause, monkeypatch):
@@ -568,7 +569,8 @@ def fake_race(pull, dg, x, y, *, trials, launches):
 
 
 @pytest.mark.parametrize("kind, cause", [
-    ("right", None), ("row bound", "row bounds"), ("long lists dropped", "in-links are right, wrong ones have"),
+    ("right", None), ("row bound", "row bounds"),
+    ("long lists dropped", "in-links are right, wrong ones have"),
     ("16 bits", "further from float64 than float32 additions explain"), ("half written", "never written"),
     ("past the end", "past the end"), ("x changed", "modified its input (x)"), ("race", "race"),
     ("raises", "your code raised an error"),

@@ -420,7 +420,8 @@ MUTANTS = {
         ("new_id returned for perm", "return perm, offsets, new_sources[order]",
          "return new_id, offsets, new_sources[order]", "you returned new_id"),
         ("sources not renamed", "new_sources, new_targets = new_id[in_sources], new_id[targets]",
-         "new_sources, new_targets = np.asarray(in_sources), new_id[targets]", "the sources were not renamed"),
+         "new_sources, new_targets = np.asarray(in_sources), new_id[targets]",
+         "the sources were not renamed"),
         ("sources renamed with perm", "new_sources, new_targets = new_id[in_sources], new_id[targets]",
          "new_sources, new_targets = perm[in_sources], new_id[targets]", "renamed with perm instead"),
         ("rows not moved", "new_sources, new_targets = new_id[in_sources], new_id[targets]",
@@ -432,7 +433,8 @@ MUTANTS = {
          "                       kind=\"stable\")", "overflow int32"),
         ("the caller's sources renamed in place",
          "    new_sources, new_targets = new_id[in_sources], new_id[targets]\n",
-         "    in_sources[:] = new_id[in_sources]\n    new_sources, new_targets = in_sources, new_id[targets]\n",
+         "    in_sources[:] = new_id[in_sources]\n"
+         "    new_sources, new_targets = in_sources, new_id[targets]\n",
          "modified its input (in_sources)"),
         ("float offsets", "np.bincount(new_targets, minlength=n)",
          "np.bincount(new_targets, weights=np.ones(new_targets.size), minlength=n)", "must hold integers"),
@@ -856,7 +858,8 @@ def test_exercise_text_is_short_lines_with_one_line_todos_and_graded_hints_a_stu
         for number, hint in enumerate(hints, 1):
             assert hint.startswith(f"<details><summary>Hint {number}</summary>") and \
                 hint.rstrip().endswith("</details>")
-        titles = ["".join(c["source"]).split("\n")[0] for c in student["cells"] if c["cell_type"] == "markdown"]
+        titles = ["".join(c["source"]).split("\n")[0] for c in student["cells"]
+                  if c["cell_type"] == "markdown"]
         assert titles[0].startswith(f"# Exercise {solution.name[:2]} · ") and "## Check it" in titles
 
 

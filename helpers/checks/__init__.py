@@ -7,10 +7,10 @@ returns a ``Report`` that it also prints. A student's Python function runs in a 
 reach the checker's expected values (``isolation``), which come from private copies of the float64
 reference (``pristine``); a kernel runs on padded, poisoned inputs and a probed copy of it shows what
 values cannot (``probe``). The pieces: ``report`` (the report and the loop over cases), ``limits``
-(output cap, errors, waiting for a kernel), ``returned`` and ``cpu``, ``iteration`` (01, 02, 03, 33),
-``device``, ``gpu``, ``gpu_pull`` and ``gpu_update`` (10 to 21), ``cuda`` (reading CUDA source),
-``flow`` and ``lint`` (hazards read
-from it).
+(output cap, errors, waiting for a kernel), ``returned`` and ``cpu`` (01, 02, 33), ``iteration`` (03),
+``reorder`` (22), ``device`` and ``gpu`` (what every GPU checker shares), ``gpu_pull`` (10, 13, 14),
+``gpu_update`` (11, 12, 20), ``gpu_fused`` (21), ``gpu_half`` (40), ``library`` (31: a launch function,
+timed against cuSPARSE), ``cuda`` (reading CUDA source), ``flow`` and ``lint`` (hazards read from it).
 """
 from __future__ import annotations
 

@@ -41,13 +41,14 @@ HUNG = ("the kernel did not finish within {limit:g} s: likely an endless loop (a
         "reaches its bound, a stride of 0); the GPU is now busy with it — restart the runtime (on Colab: "
         "Runtime > Restart session) before running anything else on the GPU")
 SHARED_UNSET = ("the kernel reads shared memory it never wrote in this launch: the checker filled shared "
-                "memory with NaN before a launch and the result changed; on a GPU such slots hold whatever "
-                "an earlier kernel left there — write every slot a step reads first (elements past n as 0)")
-READ_PAST_END = ("the kernel reads {name} outside its {length:,} elements: a bounds check that comes after "
-                 "the read (out_degree[u] or rank[u] read before u < n is tested) or an index past the "
-                 "array. The checker's padding made these reads harmless in the launches it compared; past "
-                 "a real array's end they read another allocation or fault — test the bounds before the "
-                 "first read")
+                "memory with NaN before a launch and the result changed; on a GPU such slots hold "
+                "whatever an earlier kernel left there — write every slot a step reads first (elements "
+                "past n as 0)")
+READ_PAST_END = ("the kernel reads {name} outside its {length:,} elements: a bounds check that comes "
+                 "after the read (out_degree[u] or rank[u] read before u < n is tested) or an index past "
+                 "the array. The checker's padding made these reads harmless in the launches it compared; "
+                 "past a real array's end they read another allocation or fault — test the bounds before "
+                 "the first read")
 
 
 def lanes_cause(right_max: int, dmin: int) -> str:
@@ -126,7 +127,8 @@ def padded_offsets(offsets: np.ndarray, m: int) -> np.ndarray:
 
 class DeviceCase:
     """A graph's padded arrays on the host (see the module's docstring) and the exact expected pull sums;
-    ``max_units`` lowers the largest contribution (in units) where sums over many vertices must stay exact."""
+    ``max_units`` lowers the largest contribution (in units) where sums over many vertices must stay
+    exact."""
 
     def __init__(self, graph: Graph, rng, max_units: int = MAX_UNITS):
         self.graph, self.n = graph, graph.num_vertices

@@ -2,11 +2,11 @@
 refusals, the lint's cases first, the compiled kernel and its probed copy, launches in more than one grid
 configuration with the inputs read back after each, and the probed launch with its reads checked.
 
-The checkers (``gpu_pull``: 10, 13, 14; ``gpu_update``: 11, 12, 20, 21) compile the student's kernel,
-launch it on fresh seeded graphs and compare exactly (``checks.device``). A probed copy of the kernel
-(``checks.probe``) shows redundant work, several lanes storing one result, atomics per block, shared
-memory read before it is written and reads outside an input; ``checks.lint`` reads the source for hazards
-that give the right numbers today. Every wait for a kernel has a time limit. The kernels run in this
+The checkers (``gpu_pull``: 10, 13, 14; ``gpu_update``: 11, 12, 20; ``gpu_fused``: 21; ``gpu_half``: 40)
+compile the student's kernel, launch it on fresh seeded graphs and compare exactly (``checks.device``). A
+probed copy of the kernel (``checks.probe``) shows redundant work, several lanes storing one result,
+atomics per block, shared memory read before it is written and reads outside an input; ``checks.lint``
+reads the source for hazards that give the right numbers today. Every wait for a kernel has a time limit. The kernels run in this
 process (CUDA does not survive a fork); the Python side uses the private reference (``checks.pristine``).
 """
 from __future__ import annotations

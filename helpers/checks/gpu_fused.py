@@ -108,7 +108,7 @@ class FusedCase:
 
 
 def block_shares(n: int, threads: int, values: np.ndarray) -> np.ndarray:
-    """Each block's share of ``values`` when ``threads`` threads walk the vertices with a grid-stride loop."""
+    """Each block's share of ``values`` when ``threads`` threads walk the vertices in a grid-stride loop."""
     block_of = (np.arange(n) % threads) // BLOCK
     return np.bincount(block_of, weights=values, minlength=max(threads // BLOCK, 1))
 

@@ -69,7 +69,8 @@ def race(pull, dg, x, y, *, trials: int, launches: int) -> tuple[dict, str, int]
     spmv = baselines.PreparedSpMV(dg, x, cp.empty_like(y))
     gather = kernels.compiled(kernels.canonical("gather_floor"), "gather_floor")
     facts = gpu.device_facts()
-    blocks = facts.multiprocessors * max(cp.cuda.Device().attributes["MaxThreadsPerMultiProcessor"] // 256, 1)
+    per_sm = cp.cuda.Device().attributes["MaxThreadsPerMultiProcessor"] // 256
+    blocks = facts.multiprocessors * max(per_sm, 1)             # one wave of resident blocks
     out, count = cp.empty(blocks * 256, dtype=cp.float32), np.int64(dg.num_edges)
     timings = gpu.time_paired({YOURS: lambda: pull(dg, x, y), CUSPARSE: spmv,
                                FLOOR: lambda: gather((blocks,), (256,), (dg.in_sources, x, out, count))},

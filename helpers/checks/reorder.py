@@ -103,8 +103,9 @@ def _perm(graph: Graph, got: np.ndarray) -> np.ndarray:
     n, want = graph.num_vertices, out_degree_order(graph.out_degree)
     if ((got < 0) | (got >= n)).any() or np.bincount(got, minlength=n).max(initial=1) != 1:
         counts = np.bincount(got[(got >= 0) & (got < n)], minlength=n)
+        missing = f", e.g. vertex {int(np.argmin(counts))} never" if (counts == 0).any() else ""
         detail = (f"perm has {int((counts > 1).sum()):,} repeated and {int((counts == 0).sum()):,} missing "
-                  f"vertices" + (f", e.g. vertex {int(np.argmin(counts))} never" if (counts == 0).any() else ""))
+                  f"vertices{missing}")
         sorted_degrees = np.sort(graph.out_degree)
         raise Wrong(detail, DEGREES if np.array_equal(np.sort(got), sorted_degrees) or
                     np.array_equal(got, sorted_degrees[::-1]) else NOT_A_PERMUTATION)
