@@ -402,7 +402,8 @@ MUTANTS = {
          "no __syncwarp() or __syncthreads() between them"),
         ("dangling mass dropped", "(d * dangling_mass + (1.0f - d)) / n", "(1.0f - d) / n",
          "dangling mass lost"),
-        ("hard-coded damping", "float r = d * sum + base;", "float r = 0.85f * sum + base;", "hard-coded"),
+        ("hard-coded damping", "float r = d * sum + base;",
+         "float r = 0.85f * sum + (0.85f * dangling_mass + 0.15f) / n;", "hard-coded"),
         ("no dangling guard", "degree > 0 ? r / degree : 0.0f", "r / degree", "out-degree 0"),
         ("next contribution from the old one", "new_contrib[v] = degree > 0 ? r / degree : 0.0f;",
          "new_contrib[v] = degree > 0 ? contrib[v] : 0.0f;", "the NEW rank / out-degree"),
@@ -447,8 +448,6 @@ MUTANTS = {
          "in-links are right, wrong ones have"),
         ("__activemask as the mask", "__ballot_sync(FULL, long_list)",
          "__ballot_sync(__activemask(), long_list)", "__activemask() used as a mask"),
-        ("the owner's total kept by lane 0", "if (lane == owner) sum = part;", "if (lane == 0) sum = part;",
-         "is the sum of x[u] over v's in-links"),
         ("x read in 16 bits", "        for (int k = begin; k < end; ++k) sum += x[in_sources[k]];",
          "        for (int k = begin; k < end; ++k)\n"
          "            sum += __uint_as_float(__float_as_uint(x[in_sources[k]]) & 0xffff0000u);",
