@@ -16,7 +16,7 @@ import re
 import numpy as np
 
 from .cuda import strip_comments
-from .device import (BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, RACE, SHARED_UNSET, UNIT,
+from .device import (BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, PAST_THE_END, RACE, SHARED_UNSET, UNIT,
                      DeviceCase, Inputs, blocks, check_sums, gpu_graphs, output, padded, same_bits, several)
 from .gpu import KERNELS, checker, compiled, launched, probe_launch
 from .gpu_update import DANGLING_LOST, DIVIDE_BY_ZERO, SEVERAL_THREADS
@@ -159,6 +159,9 @@ def check_totals(case: FusedCase, got: np.ndarray, finished: np.ndarray, partial
 def next_contributions(graph, new_contrib: np.ndarray, got: np.ndarray) -> None:
     """Raise Wrong when new_contrib is not the new rank / out-degree (0 for a dangling vertex)."""
     n = graph.num_vertices
+    if not np.isnan(new_contrib[n:]).all():
+        i = n + int(np.flatnonzero(~np.isnan(new_contrib[n:]))[0])
+        raise Wrong(f"new_contrib[{i}] was written; the last vertex is {n - 1}", PAST_THE_END)
     divided = (np.isinf(new_contrib[:n]) | (np.isnan(new_contrib[:n]) & graph.dangling)) & np.isfinite(got)
     if divided.any():
         v = int(np.flatnonzero(divided)[0])
