@@ -56,7 +56,7 @@ LAUNCH = textwrap.dedent('''
     d = {name: cp.asarray(host) for name, host in dc.host.items()}
     exact = {name: cp.asarray(host[:dc.length[name]]) for name, host in dc.host.items()}    # unpadded
     out = cp.full(n + g.PAD, cp.nan, dtype=cp.float32)
-    kernel = kernels.load(code, function)
+    kernel = kernels.compiled(code, function)
     if function == "pull_warp_rank":
         kernel(g.blocks(32 * n), (256,), (d["in_offsets"], d["in_sources"], d["out_degree"], d["rank"], out,
                                           np.int32(n)))
@@ -146,8 +146,8 @@ def test_a_kernel_that_does_not_finish_stops_the_checker():
 
     spin = ("    if (threadIdx.x == 0) { long long start = clock64(); "
             "while (clock64() - start < 3000000000LL) { } }   // a few seconds at any clock\n")
-    code = defined(load("10_pull_grid_stride")[0]).replace("    for (int v = blockIdx.x",
-                                                           spin + "    for (int v = blockIdx.x")
+    loop = "    for (long long v = (long long)blockIdx.x"
+    code = defined(load("10_pull_grid_stride")[0]).replace(loop, spin + loop)
     assert "clock64" in code
     try:
         report = checks.check_pull_grid_stride(code, quiet=True, time_limit=0.5)

@@ -50,6 +50,21 @@ class FakeDevice:
         self.launches.append((grid[0], block[0]))
         kernel.emulate(grid[0] * block[0], args, kernel.probed, block[0])
 
+    def finish(self):
+        pass
+
+    def device_graph(self, graph, arrays=None):
+        """The graph's in-CSR and out-degrees as NumPy arrays, as driver.DeviceGraph holds them."""
+        from types import SimpleNamespace
+
+        dg = SimpleNamespace(num_vertices=graph.num_vertices, num_edges=graph.num_edges, name=graph.name,
+                             in_offsets=graph.in_offsets.astype(np.int32),
+                             in_sources=graph.in_sources.astype(np.int32),
+                             out_degree=graph.out_degree.astype(np.int32))
+        for name, (host, length) in (arrays or {}).items():
+            setattr(dg, name, np.array(host, copy=True)[:length])
+        return dg
+
 
 def store(out, probed, rows, values, threads, last_threads=None):
     """out[rows] = values (float32); in a probed launch also the lowest and highest writer of each element,
@@ -332,16 +347,24 @@ def test_l1_change_logic(emulate, cause, monkeypatch):
         expect(run("check_l1_change", emulate, monkeypatch, seed, "20_l1_change"), cause)
 
 
-# --- 21: the fused update --------------------------------------------------------------------------
+# --- 21: the fused update with the last block's sums ----------------------------------------------------
 
-def fused_update(bound=True, formula="right", guard=True, twice=False, drop_last=False, read_first=False):
+def fused_update(stride="grid", bound=True, formula="right", guard=True, twice=False, drop_last=False,
+                 read_first=False, counter="right", reset=True, own_only=False, dangling="new", signed=False,
+                 idle_blocks=True, unset_slots=False):
     def emulate(threads, args, probed, block):
-        in_offsets, in_sources, out_degree, contrib, mass, d, new_rank, new_contrib, n = args
+        (in_offsets, in_sources, out_degree, contrib, rank, mass, d, new_rank, new_contrib, partials,
+         finished, totals, n) = args
         n, d, mass, one = int(n), np.float32(d), np.float32(mass), np.float32(1)
-        v = np.arange(threads)
+        grid, thread = threads // block, np.arange(threads)
         if read_first:
-            read(out_degree, v, v, probed)
-        v = v[v < n] if bound else v
+            read(out_degree, thread, thread, probed)
+        if stride == "grid":
+            v = np.arange(max(n, threads) if not bound else n)
+            owner = v % threads
+        else:                                               # one vertex per thread, no loop
+            v = thread if not bound else thread[thread < n]
+            owner = v
         starts, ends = in_offsets[v].astype(np.int64), in_offsets[v + 1].astype(np.int64)
         if drop_last:
             ends = np.where(ends > starts, ends - 1, ends)
@@ -356,9 +379,27 @@ def fused_update(bound=True, formula="right", guard=True, twice=False, drop_last
         degree = out_degree[v].astype(np.float32)
         with np.errstate(divide="ignore", invalid="ignore"):
             c = np.where((degree > 0) | (not guard), r / degree, np.float32(0))
-        last = v + ((v + 1 < threads) if twice else 0)      # thread v + 1 stores v as well
-        store(new_rank, probed, v, r, v, last)
-        store(new_contrib, probed, v, c, v, last)
+        last = owner + ((owner + 1 < threads) if twice else 0)    # thread v + 1 stores v as well
+        store(new_rank, probed, v, r, owner, last)
+        store(new_contrib, probed, v, c, owner, last)
+        inside = v < n
+        taken = {"new": r, "old": rank[v], "all": r}[dangling].astype(np.float64)
+        dangling_share = np.where(inside & ((degree == 0) | (dangling == "all")), taken, 0.0)
+        difference = r.astype(np.float64) - rank[v]
+        change_share = np.where(inside, difference if signed else np.abs(difference), 0.0)
+        shares = [np.bincount(owner // block, weights=w, minlength=grid)[:grid] for w in (dangling_share,
+                                                                                      change_share)]
+        if unset_slots and probed:
+            shares = [np.full(grid, np.nan) for _ in shares]
+        partials[0:2 * grid:2], partials[1:2 * grid:2] = shares[0], shares[1]
+        arrived = grid if idle_blocks else int(np.count_nonzero(np.arange(grid) * block < n))
+        before = int(finished[0])
+        finished[0] = before + arrived
+        if before + arrived - 1 == grid - (1 if counter == "right" else 0):
+            sums = partials[0:2 * grid].astype(np.float64).reshape(grid, 2)
+            totals[:2] = sums[-1] if own_only else sums.sum(axis=0)
+            if reset:
+                finished[0] = 0
     return emulate
 
 
@@ -371,11 +412,205 @@ def fused_update(bound=True, formula="right", guard=True, twice=False, drop_last
     (fused_update(twice=True), "several threads"),
     (fused_update(drop_last=True), "row bounds"),
     (fused_update(read_first=True), "outside its"),
-], ids=["solution", "no v < n", "dangling lost", "hard-coded damping", "no guard", "two threads per vertex",
-        "last in-link dropped", "out_degree read before the check"])
+    (fused_update(counter="off by one"), "no block found itself last"),
+    (fused_update(reset=False), "the counter is not reset"),
+    (fused_update(own_only=True), "only one block's shares"),
+    (fused_update(dangling="old"), "the dangling mass of the OLD ranks"),
+    (fused_update(dangling="all"), "the new rank of every vertex"),
+    (fused_update(signed=True), "signed differences cancel"),
+    (fused_update(stride="none"), "grid-stride loop"),
+    (fused_update(idle_blocks=False), "blocks counted themselves in"),
+    (fused_update(unset_slots=True), "shared memory it never wrote"),
+], ids=["solution", "no v < n", "dangling lost", "hard-coded damping", "no guard",
+        "two threads per vertex", "last in-link dropped", "out_degree read before the check",
+        "counter off by one", "counter not reset",
+        "own block only", "old ranks' dangling mass", "every vertex dangling", "signed change",
+        "no grid-stride loop", "blocks without a vertex not counted", "unset shared slots"])
 def test_fused_update_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
         expect(run("check_fused_update", emulate, monkeypatch, seed, "21_fused_update"), cause)
+
+
+def test_exercise_21_is_launched_in_three_configurations_and_its_totals_are_exact(monkeypatch):
+    from helpers.checks import gpu_fused
+
+    devices = []
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: devices.append(FakeDevice(fused_update()))
+                        or devices[-1])
+    report = checks.check_fused_update(defined(load("21_fused_update")[0]), seed=1, quiet=True)
+    assert report.ok, str(report)
+    grids = {grid for grid, block in devices[0].launches}
+    for graph in device.gpu_graphs(np.random.default_rng(1)):          # the checker's graphs for seed 1
+        need = device.blocks(graph.num_vertices)[0]
+        assert {need, need + 2, gpu_fused.FEW_BLOCKS} <= grids
+    assert all(block == 256 for _, block in devices[0].launches)
+    assert "a whole PageRank with your kernel and its totals" in str(report)
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        for graph in device.gpu_graphs(rng):
+            case = gpu_fused.FusedCase(graph, rng)
+            for total in (case.dangling, case.change, float(case.dc.expected.sum())):
+                assert total / device.UNIT < 2**24 and float(np.float32(total)) == total
+            assert np.array_equal(case.old.astype(np.float32).astype(np.float64), case.old)
+
+
+# --- 40: a pull over bfloat16 contributions ------------------------------------------------------------
+
+def course_pull_bf16(threads, args, probed, block):
+    """helpers/kernels/pull_half.cu's pull_bf16: widened bfloat16 values, summed, times scale[1]."""
+    from helpers.checks.gpu_half import widened
+
+    in_offsets, in_sources, contrib, scale, pulled, n = args
+    v = np.arange(min(threads, int(n)))
+    sums = row_sums(widened(contrib).astype(np.float64), in_offsets, in_sources, v)
+    pulled[v] = (sums.astype(np.float32) * scale[1]).astype(np.float32)
+
+
+def pull_bfloat16(reading="bfloat16", bound=True, extra=0, in_16_bits=False):
+    def emulate(threads, args, probed, block):
+        from types import SimpleNamespace
+
+        from helpers.checks.gpu_half import summed_in_16_bits, widened
+
+        in_offsets, in_sources, contrib, pulled, n = args
+        v = np.arange(threads)
+        v = v[v < int(n)] if bound else v
+        read(in_offsets, v + 1, v, probed)
+        values = {"bfloat16": widened(contrib), "float16": contrib.view(np.float16),
+                  "integer": contrib.astype(np.float64),
+                  "low bits": contrib.astype(np.uint32).view(np.float32)}[reading].astype(np.float64)
+        sums = row_sums(values, in_offsets, in_sources, v, extra)
+        if in_16_bits:
+            rows = SimpleNamespace(in_offsets=in_offsets[:int(n) + 1], in_sources=in_sources,
+                                   num_vertices=int(n))
+            sums = summed_in_16_bits(rows, widened(contrib))[v]
+        store(pulled, probed, v, sums, v)
+    return emulate
+
+
+class HalfDevice(FakeDevice):
+    """The student's kernel emulated, and the course's pull_bf16 beside it."""
+
+    def compile(self, code, function):
+        if function == "pull_bf16":
+            return Kernel(course_pull_bf16, False)
+        return super().compile(code, function)
+
+
+@pytest.mark.parametrize("emulate, cause", [
+    (pull_bfloat16(), None),
+    (pull_bfloat16(reading="float16"), "read as IEEE float16"),
+    (pull_bfloat16(reading="integer"), "converted as an integer"),
+    (pull_bfloat16(reading="low bits"), "the bits were not shifted"),
+    (pull_bfloat16(in_16_bits=True), "kept in 16 bits"),
+    (pull_bfloat16(bound=False), "past the end"),
+    (pull_bfloat16(extra=1), "row bounds"),
+], ids=["solution", "float16", "integer", "not shifted", "sum in 16 bits", "no v < n", "row bound"])
+def test_pull_bfloat16_logic(emulate, cause, monkeypatch):
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: HalfDevice(emulate))
+    for seed in seeds_for(cause):
+        report = checks.check_pull_bfloat16(defined(load("40_half")[0]), seed=seed, quiet=True)
+        expect(report, cause)
+        if cause is None:
+            assert "the same bits as the course's pull_bf16" in str(report) and "from float64" in str(report)
+
+
+def test_bfloat16_in_numpy_rounds_to_nearest_even_and_the_exact_inputs_fit_it():
+    from helpers.checks.gpu_half import to_bfloat16, widened
+
+    values = np.array([1.0, 1 + 2**-8, 1 + 2**-7 + 2**-8, 1 + 2**-9, 1 + 2**-8 + 2**-20, 255 * 2.0**-24],
+                      np.float32)                                  # ties go to the even neighbour
+    assert widened(to_bfloat16(values)).tolist() == [1.0, 1.0, 1 + 2**-6, 1.0, 1 + 2**-7, 255 * 2.0**-24]
+    assert to_bfloat16(np.float32(1.0)) == 0x3F80
+    for seed in SEEDS:
+        rng = np.random.default_rng(seed)
+        dc = device.DeviceCase(device.gpu_graphs(rng)[3], rng)
+        contrib = dc.host["contrib"]
+        assert np.array_equal(widened(to_bfloat16(contrib)), contrib)      # exact: 8 significant bits
+
+
+# --- 31: beat the library (a launch function) ----------------------------------------------------------
+
+def pull_sums(kind="right"):
+    """A launch function on the fake device: y = the sums over in-links, right or wrong in one way."""
+    calls = []
+
+    def pull(dg, x, y):
+        n = dg.num_vertices
+        calls.append(n)
+        offsets = dg.in_offsets.astype(np.int64)
+        values = x.base if kind == "row bound" else x            # the padded x, to read x[n]
+        if kind == "16 bits":
+            values = (x.astype(np.float32).view(np.uint32) & 0xFFFF0000).view(np.float32)
+        extra = 1 if kind == "row bound" else 0
+        sources = dg.in_sources.base if kind == "row bound" else dg.in_sources
+        rows = np.arange(n)
+        sums = row_sums(values.astype(np.float64), offsets, sources, rows, extra)
+        if kind == "long lists dropped":
+            sums = np.where(np.diff(offsets) > 32, 0.0, sums)
+        if kind == "half written":
+            rows = rows[::2]
+        y[rows] = sums[rows].astype(np.float32)
+        if kind == "past the end":
+            y.base[n:n + 3] = 0.0
+        if kind == "x changed":
+            x *= 2
+        if kind == "race" and len(calls) % 2 == 0:
+            y[int(np.argmax(np.diff(offsets)))] += 1.0
+        if kind == "raises":
+            raise ValueError("a mistake in the launch function")
+    return pull
+
+
+def fake_race(pull, dg, x, y, *, trials, launches):
+    from helpers.gpu import Timing
+
+    pull(dg, x, y)
+    samples = {"your pull_sums": 0.8, "cuSPARSE's SpMV (prepared once)": 1.0, "the random-gather floor": 0.5}
+    return ({name: Timing.of(value * (1 + 0.01 * np.arange(trials)), pairing=7)
+             for name, value in samples.items()}, "a fake GPU", 50 * 2**20)
+
+
+@pytest.mark.parametrize("kind, cause", [
+    ("right", None), ("row bound", "row bounds"),
+    ("long lists dropped", "in-links are right, wrong ones have"),
+    ("16 bits", "further from float64 than float32 additions explain"), ("half written", "never written"),
+    ("past the end", "past the end"), ("x changed", "modified its input (x)"), ("race", "race"),
+    ("raises", "your code raised an error"),
+])
+def test_beat_the_library_logic(kind, cause, monkeypatch):
+    from helpers import generators
+    from helpers.checks import library
+
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: FakeDevice(None))
+    monkeypatch.setattr(library, "open_device", lambda time_limit: FakeDevice(None))
+    monkeypatch.setattr(library, "race", fake_race)
+    graph = generators.web_graph(5_000, 30_000, seed=3, max_in_degree=800)
+    for seed in seeds_for(cause)[:2]:
+        report = checks.check_beat_the_library(pull_sums(kind), seed=seed, quiet=True, graph=graph)
+        expect(report, cause)
+        if cause is None:
+            timed = report.passed[-1]
+            assert timed.startswith("timed against cuSPARSE") and "on a fake GPU" in timed, str(report)
+            assert "your pull_sums is about 1.2x faster than cuSPARSE's SpMV" in timed
+            assert "about 1.6x slower than the random-gather floor" in timed and "in L2" in timed
+        else:
+            assert "not timed" in str(report) or report.stopped, str(report)
+
+
+def test_beat_the_library_lints_the_sources_its_function_names_and_refuses_what_is_no_function():
+    from helpers.checks import library
+
+    solution = defined(load("31_beat_the_library")[0])
+    assert library.kernel_sources(solution) == [solution.__globals__["SOURCE"]]
+    assert library.source_cases(solution) == []
+    broken = solution.__globals__["SOURCE"].replace("__ballot_sync(FULL,", "__ballot_sync(__activemask(),")
+    namespace = {"SOURCE": broken}
+    exec("def pull(dg, x, y):\n    return SOURCE\n", namespace)
+    found = library.source_cases(namespace["pull"])
+    assert len(found) == 1 and "__activemask() used as a mask" in found[0][1][1][0].cause
+    report = checks.check_beat_the_library("pull_sums", seed=1, quiet=True)
+    assert report.stopped and "pass your launch function itself" in report.failures[0].cause
 
 
 def test_a_kernel_that_writes_its_input_is_named(monkeypatch):

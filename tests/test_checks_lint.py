@@ -126,6 +126,17 @@ BLOCK_HEAD = 'extern "C" __global__ void k(const float* x, float* out, float* to
     " atomicAdd_block(&s, x[threadIdx.x]);\n"
     " __syncthreads();\n if (threadIdx.x == 0) out[blockIdx.x] = s;\n",
     "atomicAdd_block(&out[blockIdx.x], x[threadIdx.x]);\n",
+    # two sums reduced side by side: one step touches two arrays, a barrier after each step
+    "__shared__ float a[256], b[256];\n a[threadIdx.x] = x[threadIdx.x];\n b[threadIdx.x] = 1.0f;\n"
+    " __syncthreads();\n for (int s = 128; s > 0; s >>= 1) {\n  if (threadIdx.x < s) {\n"
+    "   a[threadIdx.x] += a[threadIdx.x + s];\n   b[threadIdx.x] += b[threadIdx.x + s];\n  }\n"
+    "  __syncthreads();\n }\n if (threadIdx.x == 0) out[blockIdx.x] = a[0] + b[0];\n",
+    # a __shared__ flag written by one thread, read by all after a barrier: the same in the whole block
+    "__shared__ bool last;\n __shared__ float p[256];\n"
+    " if (threadIdx.x == 0) last = atomicAdd(total, 1.0f) == gridDim.x - 1;\n __syncthreads();\n"
+    " if (!last) return;\n p[threadIdx.x] = x[threadIdx.x];\n __syncthreads();\n"
+    " float s = p[threadIdx.x];\n s += __shfl_down_sync(0xffffffff, s, 16);\n"
+    " if (threadIdx.x == 0) out[0] = s;\n",
 ])
 def test_no_false_alarm_on_correct_block_code(body):
     assert [h.cause for h in lint(BLOCK_HEAD + body + "}\n", "k")] == []
@@ -142,6 +153,15 @@ def test_no_false_alarm_on_correct_block_code(body):
     ("int i = blockIdx.x * blockDim.x + threadIdx.x;\n if (i < n) atomicAdd_block(total, x[i]);\n",
      "atomic only among the threads of one block"),
     ("atomicMax_block((int*)out, 1);\n", "atomicMax_block() on out"),
+    # two steps on ONE array with no barrier between them, even when another array's step sits between
+    ("__shared__ float a[256], b[256];\n a[threadIdx.x] = x[threadIdx.x];\n b[threadIdx.x] = 1.0f;\n"
+     " __syncthreads();\n if (threadIdx.x < 128) {\n  a[threadIdx.x] += a[threadIdx.x + 128];\n"
+     "  b[threadIdx.x] += b[threadIdx.x + 128];\n  a[threadIdx.x] += a[threadIdx.x + 64];\n }\n"
+     " out[0] = a[0] + b[0];\n", "no __syncwarp() or __syncthreads() between them"),
+    # a flag every thread computes for itself is no block-wide value
+    ("__shared__ float p[256];\n bool mine = x[threadIdx.x] > 0.0f;\n if (!mine) return;\n"
+     " p[threadIdx.x] = 1.0f;\n __syncthreads();\n out[0] = p[0];\n",
+     "after some threads of the block may have returned"),
 ])
 def test_block_hazards_are_named_with_their_line(body, words):
     found = lint(BLOCK_HEAD + body + "}\n", "k")

@@ -7,22 +7,27 @@ returns a ``Report`` that it also prints. A student's Python function runs in a 
 reach the checker's expected values (``isolation``), which come from private copies of the float64
 reference (``pristine``); a kernel runs on padded, poisoned inputs and a probed copy of it shows what
 values cannot (``probe``). The pieces: ``report`` (the report and the loop over cases), ``limits``
-(output cap, errors, waiting for a kernel), ``returned`` and ``cpu``, ``iteration`` (01, 02, 03, 33),
-``device``, ``gpu``, ``gpu_pull`` and ``gpu_update`` (10 to 21), ``cuda`` (reading CUDA source),
-``flow`` and ``lint`` (hazards read
-from it).
+(output cap, errors, waiting for a kernel), ``returned`` and ``cpu`` (01, 02, 33), ``iteration`` (03),
+``reorder`` (22), ``device`` and ``gpu`` (what every GPU checker shares), ``gpu_pull`` (10, 13, 14),
+``gpu_update`` (11, 12, 20), ``gpu_fused`` (21), ``gpu_half`` (40), ``library`` (31: a launch function,
+timed against cuSPARSE), ``cuda`` (reading CUDA source), ``flow`` and ``lint`` (hazards read from it).
 """
 from __future__ import annotations
 
 from .cpu import check_pagerank_step, check_top_k, check_transpose
 from .gpu import KERNELS
+from .gpu_fused import check_fused_update
+from .gpu_half import check_pull_bfloat16
 from .gpu_pull import check_pull_grid_stride, check_pull_list, check_pull_warp
-from .gpu_update import check_contributions_split, check_fused_update, check_l1_change, check_push_atomic
+from .gpu_update import check_contributions_split, check_l1_change, check_push_atomic
 from .iteration import check_power_iteration
+from .library import check_beat_the_library
+from .reorder import check_reorder
 from .limits import CPU_TIME_LIMIT, GPU_TIME_LIMIT
 from .report import NOT_WRITTEN_YET, Failure, Report
 
 __all__ = ["Report", "Failure", "NOT_WRITTEN_YET", "CPU_TIME_LIMIT", "GPU_TIME_LIMIT", "KERNELS",
            "check_pagerank_step", "check_transpose", "check_power_iteration", "check_top_k",
            "check_pull_grid_stride", "check_push_atomic", "check_contributions_split", "check_pull_warp",
-           "check_pull_list", "check_l1_change", "check_fused_update"]
+           "check_pull_list", "check_l1_change", "check_fused_update", "check_pull_bfloat16",
+           "check_beat_the_library", "check_reorder"]

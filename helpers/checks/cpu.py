@@ -94,8 +94,8 @@ def sum_check(graph: Graph, got: np.ndarray, ranks: np.ndarray, damping: float, 
         return
     lost = damping * float(ranks[graph.dangling].sum())
     if graph.dangling.any() and abs(total - (1.0 - lost)) <= 1e-9:
-        raise Wrong(f"{what} sum to {total:.9f}, short by {1 - total:.3g} = d × the dangling vertices' rank",
-                    DANGLING_LOST)
+        raise Wrong(f"{what} sum to {total:.9f}, short by {1 - total:.3g} = d × the dangling vertices' "
+                    "rank", DANGLING_LOST)
     raise Wrong(f"{what} sum to {total:.9f}, not 1", NOT_SUMMING)
 
 

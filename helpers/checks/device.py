@@ -41,13 +41,14 @@ HUNG = ("the kernel did not finish within {limit:g} s: likely an endless loop (a
         "reaches its bound, a stride of 0); the GPU is now busy with it — restart the runtime (on Colab: "
         "Runtime > Restart session) before running anything else on the GPU")
 SHARED_UNSET = ("the kernel reads shared memory it never wrote in this launch: the checker filled shared "
-                "memory with NaN before a launch and the result changed; on a GPU such slots hold whatever "
-                "an earlier kernel left there — write every slot a step reads first (elements past n as 0)")
-READ_PAST_END = ("the kernel reads {name} outside its {length:,} elements: a bounds check that comes after "
-                 "the read (out_degree[u] or rank[u] read before u < n is tested) or an index past the "
-                 "array. The checker's padding made these reads harmless in the launches it compared; past "
-                 "a real array's end they read another allocation or fault — test the bounds before the "
-                 "first read")
+                "memory with NaN before a launch and the result changed; on a GPU such slots hold "
+                "whatever an earlier kernel left there — write every slot a step reads first (elements "
+                "past n as 0)")
+READ_PAST_END = ("the kernel reads {name} outside its {length:,} elements: a bounds check that comes "
+                 "after the read (out_degree[u] or rank[u] read before u < n is tested) or an index past "
+                 "the array. The checker's padding made these reads harmless in the launches it compared; "
+                 "past a real array's end they read another allocation or fault — test the bounds before "
+                 "the first read")
 
 
 def lanes_cause(right_max: int, dmin: int) -> str:
@@ -75,10 +76,25 @@ class Device:
 
     def launch(self, kernel, grid: tuple, block: tuple, args: tuple) -> None:
         kernel(grid, block, args)
+        self.finish()
+
+    def finish(self) -> None:
+        """Wait for the work queued on the current stream, at most ``time_limit`` s (Wrong, stopping the
+        run, past it)."""
         try:
             wait(self.cp, self.time_limit)
         except KernelHung as hung:
             raise Wrong(str(hung), HUNG.format(limit=self.time_limit), stop=True) from None
+
+    def device_graph(self, graph, arrays: dict | None = None):
+        """``graph`` as the course's driver lays it out (a ``driver.DeviceGraph``); ``arrays`` (name ->
+        (padded host array, length)) replaces its in-CSR and out-degrees by views of padded copies."""
+        from ..driver import DeviceGraph
+
+        dg = DeviceGraph(graph)
+        for name, (host, length) in (arrays or {}).items():
+            setattr(dg, name, self.put(host)[:length])
+        return dg
 
 
 def blocks(threads: int, block: int = BLOCK) -> tuple[int]:
@@ -110,13 +126,15 @@ def padded_offsets(offsets: np.ndarray, m: int) -> np.ndarray:
 
 
 class DeviceCase:
-    """A graph's padded arrays on the host (see the module's docstring) and the exact expected pull sums."""
+    """A graph's padded arrays on the host (see the module's docstring) and the exact expected pull sums;
+    ``max_units`` lowers the largest contribution (in units) where sums over many vertices must stay
+    exact."""
 
-    def __init__(self, graph: Graph, rng):
+    def __init__(self, graph: Graph, rng, max_units: int = MAX_UNITS):
         self.graph, self.n = graph, graph.num_vertices
         n, m = self.n, graph.num_edges
         pad_value = PAD_UNITS * UNIT
-        units = rng.integers(1, MAX_UNITS + 1, n).astype(np.float64)
+        units = rng.integers(1, max_units + 1, n).astype(np.float64)
         self.contrib_host = np.where(graph.dangling, 0.0, units * UNIT)
         rank_host = np.where(graph.dangling, units * UNIT, units * graph.out_degree * UNIT)
         self.host = {"in_offsets": padded_offsets(graph.in_offsets, m),

@@ -3,7 +3,9 @@ statements ``checks.cuda`` parses. At warp scope it tells warp-uniform values (b
 ``(... + threadIdx.x) / 32``, loads at uniform indices) from lane-linear ones (uniform + threadIdx.x) and
 from values that differ between the lanes of a warp (``threadIdx.x % 32``, anything derived); at block
 scope every use of threadIdx differs. It is flow-insensitive (every assignment counts everywhere) and
-follows control dependences (a variable assigned under a varying condition varies).
+follows control dependences (a variable assigned under a varying condition varies). A ``__shared__``
+scalar holds one value for the whole block (read after the barrier that follows its write), so it is
+uniform at both scopes whoever writes it.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ class Uniformity:
     def __init__(self, function: Function, constants: dict[str, int], scope: str = "warp"):
         self.block = scope == "block"
         self.state = {p: U for p in function.params}
+        self.shared = shared_scalars(function.body)
         self.constants = dict(constants)
         self.assigned: dict[str, list] = {}
         self.body = function.body
@@ -99,7 +102,7 @@ class Uniformity:
     def _assign(self, target, state: int, value=None) -> None:
         while target[0] in ("index", "member", "unary", "cast"):
             target = target[1] if target[0] in ("index", "member", "cast") else target[2]
-        if target[0] == "id":
+        if target[0] == "id" and target[1] not in self.shared:
             name = target[1]
             if value is not None:
                 self.assigned.setdefault(name, [])
@@ -148,6 +151,27 @@ class Uniformity:
 
     def condition(self, toks: list[Tok]) -> int:
         return self._flat(self.of(parse_expression(toks)))
+
+
+def shared_scalars(body: Node) -> set[str]:
+    """Names declared ``__shared__`` that are not arrays (``__shared__ bool last;``)."""
+    found: set[str] = set()
+
+    def visit(node):
+        if node is None:
+            return
+        if node.kind == "simple" and any(t.text == "__shared__" for t in node.toks):
+            texts = [t.text for t in node.toks]
+            for expression in statement_expressions(node):
+                name = expression[1] if expression[0] == "decl" else expression[2][1]
+                at = texts.index(name) if name in texts else -1
+                if at >= 0 and (at + 1 >= len(texts) or texts[at + 1] != "["):
+                    found.add(name)
+        for child in node.body:
+            visit(child)
+
+    visit(body)
+    return found
 
 
 def constants_of(function: Function) -> dict[str, int]:

@@ -2,11 +2,11 @@
 refusals, the lint's cases first, the compiled kernel and its probed copy, launches in more than one grid
 configuration with the inputs read back after each, and the probed launch with its reads checked.
 
-The checkers (``gpu_pull``: 10, 13, 14; ``gpu_update``: 11, 12, 20, 21) compile the student's kernel,
-launch it on fresh seeded graphs and compare exactly (``checks.device``). A probed copy of the kernel
-(``checks.probe``) shows redundant work, several lanes storing one result, atomics per block, shared
-memory read before it is written and reads outside an input; ``checks.lint`` reads the source for hazards
-that give the right numbers today. Every wait for a kernel has a time limit. The kernels run in this
+The checkers (``gpu_pull``: 10, 13, 14; ``gpu_update``: 11, 12, 20; ``gpu_fused``: 21; ``gpu_half``: 40)
+compile the student's kernel, launch it on fresh seeded graphs and compare exactly (``checks.device``). A
+probed copy of the kernel (``checks.probe``) shows redundant work, several lanes storing one result,
+atomics per block, shared memory read before it is written and reads outside an input; ``checks.lint``
+reads the source for hazards that give the right numbers today. Every wait for a kernel has a time limit. The kernels run in this
 process (CUDA does not survive a fork); the Python side uses the private reference (``checks.pristine``).
 """
 from __future__ import annotations
@@ -51,8 +51,9 @@ KERNELS = {"check_pull_grid_stride": Spec("pull_grid_stride", PULL, ("pulled",))
                                    ("pulled",),
                                    lane_stride="width"),
            "check_l1_change": Spec("l1_change", ("new_rank", "old_rank"), sums=("total",)),
-           "check_fused_update": Spec("fused_update", ("in_offsets", "in_sources", "out_degree", "contrib"),
-                                      ("new_rank", "new_contrib"))}
+           "check_fused_update": Spec("fused_update", ("in_offsets", "in_sources", "out_degree", "contrib",
+                                                       "rank"), ("new_rank", "new_contrib")),
+           "check_pull_bfloat16": Spec("pull_bfloat16", ("in_offsets", "in_sources"), ("pulled",))}
 
 
 def open_device(time_limit: float) -> Device:

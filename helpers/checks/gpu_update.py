@@ -1,20 +1,18 @@
 """The GPU checkers of the kernels that update: push with atomics (11), contributions and the dangling share
-(12), the L1 change reduced into one float (20) and the fused update (21). Each is launched on fresh
-inputs with just enough blocks of 256 threads and with two more, its results compared exactly, and a
-probed launch shows atomics per block, several threads storing one element, shared memory read before it
-is written and inputs read outside their length (see ``checks.gpu``).
+(12) and the L1 change reduced into one float (20). Each is launched on fresh inputs with just enough
+blocks of 256 threads and with two more, its results compared exactly, and a probed launch shows atomics
+per block, several threads storing one element, shared memory read before it is written and inputs read
+outside their length (see ``checks.gpu``; exercise 21 is ``checks.gpu_fused``).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from .device import (BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, PAST_THE_END, RACE, SHARED_UNSET, UNIT,
-                     DeviceCase, Inputs, blocks, check_sums, first_difference, gpu_graphs, output, padded,
-                     several,
+                     DeviceCase, Inputs, blocks, first_difference, gpu_graphs, output, padded, several,
                      shared_changed)
 from .gpu import KERNELS, checker, compiled, graph_inputs, grids, launched, launches, probe_launch
 from .limits import GPU_TIME_LIMIT
-from .pristine import REFERENCE as REF
 from .probe import SPAN
 from .report import Report, Wrong, fresh_seed, random_ranks, worst_vertex
 
@@ -29,16 +27,6 @@ ATOMICS = ("{count:,} atomicAdd calls on *total for {blocks:,} blocks of 256 thr
            "atomicAdd per block, after the block's shared-memory reduction. The sum comes out right "
            "(performance, not correctness): every atomicAdd on one address waits for the one before it, so "
            "one per element makes the GPU add the whole vector one value at a time")
-
-
-BARE_SUM = ("new rank = d * (the sum of the in-neighbours' contributions) + (d * dangling_mass + 1 - d) / "
-            "n; with d = 1 and no dangling mass, the bare sum")
-
-
-def hard_coded(d: float) -> str:
-    """The cause when the kernel uses d = 0.85 instead of the d passed."""
-    return ("the damping factor is hard-coded: your result is what d = 0.85 gives, but this launch passes "
-            f"d = {d:.3f}; use the d argument")
 
 
 def _push_values(dc: DeviceCase, got_full, again_full) -> None:
@@ -258,126 +246,3 @@ def check_l1_change(code: str, seed=None, quiet: bool = False, time_limit: float
 
     return checker("check_l1_change", code, seed, quiet, time_limit, [(f"n = {n:,}", n) for n in sizes],
                    check)
-
-
-# --- 21: the fused update ------------------------------------------------------------------------------
-
-def _next_contributions(graph, new_contrib: np.ndarray, got: np.ndarray) -> None:
-    n = graph.num_vertices
-    divided = (np.isinf(new_contrib[:n]) | (np.isnan(new_contrib[:n]) & graph.dangling)) & np.isfinite(got)
-    if divided.any():
-        v = int(np.flatnonzero(divided)[0])
-        raise Wrong(f"new_contrib[{v}] = {new_contrib[v]} (vertex {v} has out-degree {graph.out_degree[v]})",
-                    DIVIDE_BY_ZERO)
-    if np.isnan(new_contrib[:n]).any():
-        v = int(np.flatnonzero(np.isnan(new_contrib[:n]))[0])
-        raise Wrong(f"new_contrib[{v}] never written", NEVER_WRITTEN)
-    want = np.where(graph.dangling, 0.0, got / np.maximum(graph.out_degree, 1))
-    bad, where = worst_vertex(graph, want, new_contrib[:n], 2 * EPS32 * want)
-    if bad.any():
-        raise Wrong(f"new_contrib of {where}", "the next contribution is the NEW rank / out-degree (0 for "
-                                               "a dangling vertex)")
-
-
-def _formula(graph, got: np.ndarray, pulled: np.ndarray, d: float, mass: float) -> None:
-    n = graph.num_vertices
-    want = d * pulled + (d * mass + 1 - d) / n
-    bad, where = worst_vertex(graph, want, got, 8 * EPS32 * want)
-    if not bad.any():
-        return
-    where = f"d = {d:.3f}, dangling mass {mass:.4g}: new_rank of {where}"
-    variants = {DANGLING_LOST: d * pulled + (1 - d) / n,
-                "the dangling share is not damped: every vertex gets d * dangling_mass / n, not "
-                "dangling_mass / n":
-                    d * pulled + (mass + 1 - d) / n,
-                "ranks not summing to 1: the teleport term is (1 - d) / n per vertex and the dangling "
-                "share d * mass / n": d * pulled + d * mass + 1 - d,
-                "ranks not summing to 1: the teleport term (1 - d) is shared by the n vertices, (1 - d) / "
-                "n each":
-                    d * pulled + d * mass / n + 1 - d,
-                hard_coded(d): 0.85 * pulled + (0.85 * mass + 0.15) / n}
-    for cause, variant in variants.items():
-        if np.allclose(got, variant, rtol=1e-5, atol=0):
-            raise Wrong(where, cause)
-    raise Wrong(where, "new rank = d * (sum of the in-neighbours' contributions) + (d * dangling_mass + 1 "
-                       "- d) / n")
-
-
-def _whole_pagerank(device, kernel, ins: Inputs, graph, args) -> str:
-    """Run a whole PageRank with the student's kernel; Wrong when it ends far from the reference."""
-    n = graph.num_vertices
-    ranks = np.full(n, 1.0 / n, dtype=np.float32)
-    start = np.where(graph.dangling, 0.0, 1.0 / n / np.maximum(graph.out_degree, 1))
-    contrib = device.put(padded(start, 0.0, np.float32))
-    for iterations in range(1, 1001):
-        outputs = output(device, n + PAD), output(device, n + PAD)
-        mass = float(ranks[graph.dangling].astype(np.float64).sum())
-        arrays = ins.dev | {"contrib": contrib}
-        device.launch(kernel, blocks(n), (BLOCK,), args(arrays, mass, REF.DAMPING, *outputs))
-        new_rank, contrib = device.get(outputs[0]).astype(np.float64), outputs[1]
-        change = float(np.abs(new_rank[:n] - ranks).sum())
-        ranks = new_rank[:n].astype(np.float32)
-        if change < 1e-6:
-            break
-    distance = REF.l1_distance(ranks, REF.pagerank(graph, tol=1e-10).ranks)
-    if distance > 1e-5:
-        raise Wrong(f"a whole PageRank with your kernel ends {distance:.3g} (L1) from the reference, sum "
-                    f"{float(ranks.astype(np.float64).sum()):.7f}", "the update is wrong")
-    return (f"a whole PageRank with your kernel: {iterations} iterations to L1 < 1e-6, {distance:.1e} from "
-            "the reference")
-
-
-def check_fused_update(code: str, seed=None, quiet: bool = False,
-                       time_limit: float = GPU_TIME_LIMIT) -> Report:
-    """Exercise 21: fused_update(in_offsets, in_sources, out_degree, contrib, dangling_mass, d, new_rank,
-    new_contrib, n), one thread per vertex, 256 per block: the sum, the new rank and the next contribution
-    in one launch. A launch with d = 1 and no dangling mass makes new_rank the bare sum, compared bit for
-    bit (with just enough blocks and with two more); a launch with a random d checks the formula; then a
-    whole PageRank is run with the kernel."""
-    seed = fresh_seed(seed)
-    rng, spec = np.random.default_rng(seed), KERNELS["check_fused_update"]
-
-    def check(device, probe, graph):
-        kernel, dc = compiled(device, code, spec), DeviceCase(graph, rng)
-        n, ins = dc.n, graph_inputs(device, dc, spec)
-
-        def args(arrays, mass, d, new_rank, new_contrib):
-            return (arrays["in_offsets"], arrays["in_sources"], arrays["out_degree"], arrays["contrib"],
-                    np.float32(mass), np.float32(d), new_rank, new_contrib, np.int32(n))
-
-        def launch(grid, mass, d):
-            outs = output(device, n + PAD), output(device, n + PAD)
-            device.launch(kernel, grid, (BLOCK,), args(ins.dev, mass, d, *outs))
-            ins.unchanged()
-            return tuple(device.get(o).astype(np.float64) for o in outs)
-
-        for grid, block in grids(n):                      # 1. d = 1, no dangling mass: the bare sum, exact
-            with launched(grid, block):
-                exact_rank, exact_contrib = launch(grid, 0.0, 1.0)
-                for name, got_full in (("new_rank", exact_rank), ("new_contrib", exact_contrib)):
-                    if not np.isnan(got_full[n:]).all():
-                        i = n + int(np.flatnonzero(~np.isnan(got_full[n:]))[0])
-                        raise Wrong(f"{name}[{i}] was written; the last vertex is {n - 1}", PAST_THE_END)
-                if not np.isnan(exact_rank[:n]).any() and \
-                        np.allclose(exact_rank[:n], 0.85 * dc.expected + 0.15 / n, rtol=1e-6, atol=0):
-                    raise Wrong("with d = 1 and no dangling mass, new_rank[v] should be the bare sum over "
-                                "in-links",
-                                hard_coded(1.0))
-                check_sums(dc, exact_rank, hint=BARE_SUM)
-                _next_contributions(graph, exact_contrib, exact_rank[:n])
-        # 2. a random d and the real dangling mass: the formula (only its few operations round)
-        d, mass = float(np.float32(rng.uniform(0.6, 0.95))), float(np.float32(rng.uniform(0.05, 0.5)))
-        new_rank, new_contrib = launch(blocks(n), mass, d)
-        _formula(graph, new_rank[:n], dc.expected, d, mass)
-        _next_contributions(graph, new_contrib, new_rank[:n])
-        if probe is not None:                            # 3. one thread per vertex, shared memory, reads
-            probes = probe_launch(device, probe, ins, blocks(n), (BLOCK,), lambda arrays, *outs:
-                                  args(arrays, mass, d, *outs), [n + PAD, n + PAD])
-            for name, (values, lowest, highest), plain in zip(("new_rank", "new_contrib"), probes,
-                                                              (new_rank, new_contrib)):
-                shared_changed(values, plain, name)
-                several(lowest, highest, np.arange(n), SEVERAL_THREADS, name)
-        return _whole_pagerank(device, kernel, ins, graph, args) if n >= 1000 else None
-
-    return checker("check_fused_update", code, seed, quiet, time_limit,
-                   [(g.name, g) for g in gpu_graphs(rng)], check)

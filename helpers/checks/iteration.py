@@ -32,8 +32,8 @@ NO_CHANGE = ("the loop stopped after {k} step(s) although the L1 change of step 
              "between an array and itself (new and old one array: a step that writes into the array it was "
              "given, or returns one buffer every time)")
 WARM_START = ("a warm start: this run started from the ranks an earlier call returned ({earlier}), not "
-              "from the uniform vector 1/n — something kept between calls (a global, a default argument, a "
-              "cache); start every run from np.full(n, 1.0 / n)")
+              "from the uniform vector 1/n — something kept between calls (a global, a default argument, "
+              "a cache); start every run from np.full(n, 1.0 / n)")
 FLOAT32_START = ("the start vector is float32: 1/n rounded to float32 is off by up to 3e-8 (relative), and "
                  "the error fades by d at every step, so the ranks differ from the course's by a little "
                  "less each step; start from np.full(n, 1.0 / n) in float64")

@@ -367,14 +367,24 @@ def shared_names(fn: Function) -> set[str]:
 def _is_step(node: Node, shared: set[str], uni: Uniformity) -> bool:
     """A statement by which each thread writes its own element of a shared array from another element of
     it (a thread writing one fixed element, as a serial sum by thread 0 does, is no step)."""
+    return bool(_step_arrays(node, shared, uni))
+
+
+def _step_arrays(node: Node, shared: set[str], uni: Uniformity) -> set[str]:
+    """The shared arrays a step (see ``_is_step``) writes and reads; empty when the node is no step. Two
+    steps with no array in common (two sums reduced side by side) need no barrier between them."""
     if node is None:
-        return False
+        return set()
     if node.kind == "if" and node.body[1] is None:
-        return _is_step(node.body[0], shared, uni)
-    if node.kind == "block" and len(node.body) == 1:
-        return _is_step(node.body[0], shared, uni)
+        return _step_arrays(node.body[0], shared, uni)
+    if node.kind == "block":
+        if len(node.body) == 1:
+            return _step_arrays(node.body[0], shared, uni)
+        parts = [_step_arrays(child, shared, uni) for child in node.body]
+        return set().union(*parts) if parts and all(parts) else set()
     if node.kind != "simple":
-        return False
+        return set()
+    found: set[str] = set()
     for expression in statement_expressions(node):
         for sub in walk(expression):
             if sub[0] == "assign" and sub[2][0] == "index" and _root(sub[2]) in shared \
@@ -382,8 +392,8 @@ def _is_step(node: Node, shared: set[str], uni: Uniformity) -> bool:
                 target = repr(sub[2][2])
                 reads = [r for r in walk(sub[3]) if r[0] == "index" and _root(r) in shared]
                 if any(repr(r[2]) != target for r in reads) or (sub[1] != "=" and reads):
-                    return True
-    return False
+                    found |= {_root(sub[2])} | {_root(r) for r in reads}
+    return found
 
 
 def _root(node) -> str | None:
@@ -414,14 +424,16 @@ def _shared_steps(fn: Function, lines: list[str]) -> list[Hazard]:
         hazards.append(Hazard(line, text, NO_SYNC.format(line=other) + UB))
 
     def sequence(items: list[Node]) -> None:
-        last = None
+        pending: list[tuple[int, set[str]]] = []          # steps since the last barrier, with their arrays
         for item in items:
-            if _is_step(item, shared, uni):
-                if last is not None:
-                    flag(item.line, last)
-                last = item.line
+            arrays = _step_arrays(item, shared, uni)
+            if arrays:
+                earlier = [line for line, touched in pending if touched & arrays]
+                if earlier:
+                    flag(item.line, earlier[-1])
+                pending.append((item.line, arrays))
             elif _has_sync(item):
-                last = None
+                pending = []
             visit(item)
 
     def visit(node: Node) -> None:

@@ -99,7 +99,9 @@ def worst_vertex(graph, expected, got, tol) -> tuple[np.ndarray, str]:
     bad = ~(err <= tol)
     if not bad.any():
         return bad, ""
-    v = int(np.argmax(np.where(bad, np.nan_to_num(err / np.maximum(tol, 1e-300), nan=np.inf), -1)))
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        scaled = np.nan_to_num(err / np.maximum(tol, 1e-300), nan=np.inf)
+    v = int(np.argmax(np.where(bad, scaled, -1)))
     return bad, (f"vertex {v} (in-degree {int(graph.in_degree[v])}, out-degree {int(graph.out_degree[v])}): "
                  f"expected {expected[v]:.9g}, got {got[v]:.9g}; {int(bad.sum()):,} of "
                  f"{graph.num_vertices:,} vertices wrong")
