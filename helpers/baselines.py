@@ -145,6 +145,8 @@ def torch_spmv(dg, x):
         import torch
     except ImportError:
         return None, "PyTorch is not installed"
+    except Exception as error:                  # noqa: BLE001: a broken install fails in its own import
+        return None, f"PyTorch cannot be imported here ({type(error).__name__}: {str(error)[:80]})"
     if not torch.cuda.is_available():
         return None, "PyTorch sees no CUDA GPU (a CPU-only build?)"
     import warnings
