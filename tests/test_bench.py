@@ -40,7 +40,7 @@ def test_without_a_gpu_the_bench_says_so_and_runs_the_cpu_part(tmp_path, capsys)
     out = capsys.readouterr().out
     assert "no GPU: the GPU part is skipped" in out and "GPU: none" in out
     assert f"writing results to {tmp_path}" in out
-    result = json.loads((tmp_path / "bench.json").read_text())
+    result = json.loads((tmp_path / "bench.json").read_text(encoding="utf-8"))
     assert result["norm"] == "L1" and "core" in result["cpu"]["description"]
     times = result["cpu"]["ms_per_iteration"]
     assert {"SciPy CSR, one core", "NumPy, one core", "pure Python (lecture 03's lesson)"} <= set(times)

@@ -57,7 +57,7 @@ def altered(change, *, rehash=False):
         change(arrays)
         rewrite_npz(folder, arrays)
         if rehash:
-            info = json.loads((folder / "info.json").read_text())
+            info = json.loads((folder / "info.json").read_text(encoding="utf-8"))
             info["arrays_sha256"] = graphfiles.arrays_sha256(arrays)
             (folder / "info.json").write_text(json.dumps(info))
     return damage
@@ -121,11 +121,11 @@ DAMAGES = {
     "info.json garbage": write("info.json", b"\x00\xff{not json"),
     "info.json empty": write("info.json", b""),
     "info.json without the hash": lambda folder, first: (folder / "info.json").write_text(json.dumps(
-        {k: v for k, v in json.loads((folder / "info.json").read_text()).items() if k != "arrays_sha256"})),
+        {k: v for k, v in json.loads((folder / "info.json").read_text(encoding="utf-8")).items() if k != "arrays_sha256"})),
     "info.json with a wrong edge count": lambda folder, first: (folder / "info.json").write_text(json.dumps(
-        {**json.loads((folder / "info.json").read_text()), "edges": 10**12})),
+        {**json.loads((folder / "info.json").read_text(encoding="utf-8")), "edges": 10**12})),
     "info.json of another format": lambda folder, first: (folder / "info.json").write_text(json.dumps(
-        {**json.loads((folder / "info.json").read_text()), "format": 1})),
+        {**json.loads((folder / "info.json").read_text(encoding="utf-8")), "format": 1})),
 }
 
 

@@ -752,8 +752,8 @@ def exercise_cell(notebook: dict, mark: str) -> str:
 
 def load(slug: str):
     """(solution cell, student cell, checker name, needs a GPU) of an exercise."""
-    solution = json.loads((exercises.EXERCISES / f"{slug}_solution.ipynb").read_text())
-    student = json.loads((exercises.EXERCISES / f"{slug}.ipynb").read_text())
+    solution = json.loads((exercises.EXERCISES / f"{slug}_solution.ipynb").read_text(encoding="utf-8"))
+    student = json.loads((exercises.EXERCISES / f"{slug}.ipynb").read_text(encoding="utf-8"))
     meta = solution["metadata"]["course"]
     return (exercise_cell(solution, "BEGIN SOLUTION"), exercise_cell(student, "TODO"),
             meta["exercise"]["checker"],
@@ -828,7 +828,7 @@ def test_every_planned_exercise_has_a_solution_mutants_and_correct_variants():
 
 def test_student_versions_carry_no_outputs_and_no_solution():
     for solution in exercises.solutions():
-        student = json.loads(exercises.student_path(solution).read_text())
+        student = json.loads(exercises.student_path(solution).read_text(encoding="utf-8"))
         code = [c for c in student["cells"] if c["cell_type"] == "code"]
         assert all(c["outputs"] == [] and c["execution_count"] is None for c in code)
         text = "".join("".join(c["source"]) for c in student["cells"])
@@ -841,8 +841,8 @@ def test_exercise_text_is_short_lines_with_one_line_todos_and_graded_hints_a_stu
     short line that says what to write, and the help is in hint cells (Hint 1, 2, ...) folded in
     <details>, kept in the student version."""
     for solution in exercises.solutions():
-        student = json.loads(exercises.student_path(solution).read_text())
-        for notebook, name in ((json.loads(solution.read_text()), solution.name),
+        student = json.loads(exercises.student_path(solution).read_text(encoding="utf-8"))
+        for notebook, name in ((json.loads(solution.read_text(encoding="utf-8")), solution.name),
                                (student, exercises.student_path(solution).name)):
             for cell in notebook["cells"]:
                 for line in "".join(cell["source"]).split("\n"):
@@ -878,7 +878,7 @@ def test_stub_replaces_regions_with_hints():
 def test_an_edited_solution_puts_its_student_version_out_of_step(tmp_path, monkeypatch):
     for solution in exercises.solutions()[:1]:
         copy = tmp_path / solution.name
-        notebook = json.loads(solution.read_text())
+        notebook = json.loads(solution.read_text(encoding="utf-8"))
         copy.write_text(json.dumps(notebook))
         exercises.student_path(copy).write_text(exercises.dumps(exercises.student_notebook(notebook)))
         monkeypatch.setattr(exercises, "EXERCISES", tmp_path)

@@ -358,7 +358,7 @@ def test_a_header_with_line_breaks_stays_one_comment(tmp_path):
     g = from_edges([0, 1], [1, 2], name="two\nlines\r\n5 6")
     path = write_edge_list(g, tmp_path / "g.txt")
     assert read_edge_list(path).num_edges == 2                     # '5 6' did not become an edge
-    assert path.read_text().splitlines()[0] == "# two lines 5 6"
+    assert path.read_text(encoding="utf-8").splitlines()[0] == "# two lines 5 6"
 
 
 def test_a_file_of_endless_comments_or_blank_lines_is_refused_early(tmp_path):

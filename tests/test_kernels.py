@@ -24,7 +24,7 @@ def inline_kernels():
     for notebook in sorted(course.NOTEBOOKS.rglob("*.ipynb")):
         if "exercises" in notebook.parts:       # exercise kernels are the students' own: test_exercises
             continue
-        for cell in json.loads(notebook.read_text())["cells"]:
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
             if cell["cell_type"] != "code":
                 continue
             for code in INLINE.findall("".join(cell["source"])):

@@ -23,7 +23,7 @@ REPORTS = ("six-versions report", "scalar/vector report", "Palakkad report", "Th
 
 
 def cells(path):
-    return json.loads(path.read_text())["cells"]
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
 
 
 def output_texts(cell):
@@ -75,14 +75,14 @@ def test_every_lecture_ends_with_prompts_and_its_exercise(path):
     prompts = re.findall(r"^\s*(?:\d+\.|[-*]) ", closing.split("Try this", 1)[1], re.MULTILINE)
     assert 2 <= len(prompts) <= 4, f"{path.name}: {len(prompts)} prompts, not 2 to 4"
     for solution in exercises.solutions():
-        meta = json.loads(solution.read_text())["metadata"]["course"]["exercise"]
+        meta = json.loads(solution.read_text(encoding="utf-8"))["metadata"]["course"]["exercise"]
         if meta["lecture"] == path.name[:2]:
             student = exercises.student_path(solution).name
             assert f"exercises/{student}" in closing, f"{path.name}: no link to its exercise {student}"
 
 
 def test_the_reports_are_introduced_and_named_consistently():
-    readme = (course.ROOT / "README.md").read_text()
+    readme = (course.ROOT / "README.md").read_text(encoding="utf-8")
     setup = "".join("".join(c["source"]) for c in cells(course.NOTEBOOKS / "00_setup.ipynb"))
     for name in REPORTS:
         assert name in readme and name in setup, f"README and lecture 00 introduce the {name}"

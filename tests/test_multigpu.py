@@ -71,7 +71,7 @@ def test_missing_dask_is_refused_with_what_to_install():
 
 
 def test_the_requirements_named_in_errors_are_the_extra_in_pyproject():
-    project = tomllib.loads((course.ROOT / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((course.ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     assert tuple(project["optional-dependencies"][mg.EXTRA]) == mg.REQUIREMENTS
     assert project["name"] in mg.INSTALL_HINT
 
@@ -514,7 +514,7 @@ def test_nothing_but_the_multigpu_helper_and_its_lecture_imports_dask():
     allowed = {*course.ROOT.joinpath("helpers", "multigpu").glob("*.py"), LECTURE}
     sources = [*course.ROOT.joinpath("helpers").rglob("*.py"), *course.NOTEBOOKS.rglob("*.ipynb")]
     offenders = [p.relative_to(course.ROOT).as_posix() for p in sources
-                 if p not in allowed and pattern.search(p.read_text().replace("\\n", "\n"))]
+                 if p not in allowed and pattern.search(p.read_text(encoding="utf-8").replace("\\n", "\n"))]
     assert offenders == []
 
 

@@ -48,7 +48,8 @@ WIDEN_HINT = "each in-neighbour u adds contrib[u], a bfloat16 widened to float32
 def to_bfloat16(values) -> np.ndarray:
     """The bfloat16 bits (uint16) of float32 values, rounded to nearest, ties to even (as to_bf16 does)."""
     bits = np.asarray(values, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    sixteen, one = np.uint64(16), np.uint64(1)          # NumPy 1.26: no int64 mixed into uint64
+    return ((bits + np.uint64(0x7FFF) + ((bits >> sixteen) & one)) >> sixteen).astype(np.uint16)
 
 
 def widened(half: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ def canonical(name: str) -> str:
     path = KERNEL_DIR / f"{name}.cu"
     if not path.is_file():
         raise KeyError(f"no kernel {name!r}; the course's kernels are: {', '.join(names())}")
-    return path.read_text()
+    return path.read_text(encoding="utf-8")
 
 
 def source(name: str) -> str:
@@ -169,15 +169,16 @@ def _checked(result):
 
 
 def nvrtc_version() -> str:
-    major, minor = _checked(_nvrtc().nvrtcVersion())
+    with keeping_locale():
+        major, minor = _checked(_nvrtc().nvrtcVersion())
     return f"{major}.{minor}"
 
 
 def nvrtc_compile(code: str, arch: str = T4_ARCH, name: str = "kernel.cu") -> str:
     """Compile CUDA source to PTX for ``arch`` with NVRTC; returns the PTX, raises CompileError with the log."""
-    nvrtc = _nvrtc()
-    program = _checked(nvrtc.nvrtcCreateProgram(code.encode(), name.encode(), 0, [], []))
-    with keeping_locale():
+    with keeping_locale():                   # loading NVRTC, creating and compiling: each may switch it
+        nvrtc = _nvrtc()
+        program = _checked(nvrtc.nvrtcCreateProgram(code.encode(), name.encode(), 0, [], []))
         return _compile(nvrtc, program, code, arch, name)
 
 
