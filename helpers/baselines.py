@@ -24,7 +24,7 @@ def cpu_description() -> str:
     """The CPU's model and the cores this process may use, e.g. 'AMD EPYC 7B13, 2 cores'."""
     model = platform.processor() or platform.machine()
     try:
-        with open("/proc/cpuinfo") as info:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
             for line in info:
                 if line.startswith("model name"):
                     model = line.split(":", 1)[1].strip()

@@ -137,7 +137,7 @@ def main(argv=None) -> int:
               "ms_per_iteration": {k: v.median_ms for k, v in cpu.items()}}, "graphs": {}}
     if not gpu.has_gpu():
         print("no GPU: the GPU part is skipped (CPU part above).")
-        (args.out / "bench.json").write_text(json.dumps(result, indent=1))
+        (args.out / "bench.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
         return 0
     from .bench_gpu import gpu_part
 

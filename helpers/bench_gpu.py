@@ -204,5 +204,5 @@ def write(folder: Path, result, variants, parts, found, facts, copy_gbs, t4) -> 
                                   "rows": flat(part["table"]).to_dict(orient="records")}
     result.update(gpu=facts.name, copy_gbs=copy_gbs, t4_model=t4, variants=flat(variants).to_dict(orient="records"),
                   targets=[{"target": w, "met": bool(m), "numbers": n} for w, m, n in found])
-    (folder / "bench.json").write_text(json.dumps(result, indent=1, default=float))
+    (folder / "bench.json").write_text(json.dumps(result, indent=1, default=float), encoding="utf-8")
     print(f"wrote {folder}/: bench.json and one CSV per table")

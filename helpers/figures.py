@@ -26,8 +26,8 @@ def reader_of_each_in_link(in_degree, pattern: str = "thread", width: int = 4) -
 
 
 def who_reads(in_degree, patterns=("thread", "warp"), width: int = 4, ax=None, title: str = ""):
-    """Rows of cells, one row per pattern: each cell an in-link (memory order), coloured by the thread that
-    reads it; vertical lines mark where each vertex's in-links start. Returns the axes."""
+    """Rows of cells, one row per pattern (top to bottom as given): each cell an in-link (memory order),
+    coloured by the thread that reads it; vertical lines mark where each vertex's in-links start."""
     import matplotlib.pyplot as plt
 
     degree = np.asarray(in_degree, dtype=np.int64)
@@ -41,7 +41,7 @@ def who_reads(in_degree, patterns=("thread", "warp"), width: int = 4, ax=None, t
         ax.axvline(start, color="black", lw=0.6)
     ax.set_yticks(range(len(patterns)), [p if p != "subwarp" else f"{width} lanes" for p in patterns])
     ax.set_xlabel("in-links in memory order (in_sources); colour: the thread that reads it; lines: next vertex")
-    ax.set_ylim(-0.7, len(patterns) - 0.3)
+    ax.set_ylim(len(patterns) - 0.3, -0.7)                   # the first pattern on top, as listed
     ax.set_title(title, fontsize=8)
     ax.figure.tight_layout()
     return ax

@@ -63,6 +63,66 @@ def require_gpu():
     return cupy
 
 
+class ChildDiedError(RuntimeError):
+    """A function run in its own process (``in_own_context``) ended without an answer: killed at its time
+    limit, or crashed outright."""
+
+
+def in_own_context(function, *args, time_limit: float | None = None, **kwargs):
+    """``function(*args, **kwargs)`` in a fresh Python process with its own CUDA context: a kernel that
+    faults there (an illegal address; a full-mask shuffle that some named lane never reaches, which traps
+    on some GPUs) loses that context only, and this process's GPU and arrays go on working. Returns what it
+    returns, raises what it raises (ChildDiedError where it gives no answer within ``time_limit`` s).
+    The function and arguments cross by pickle (a module-level function; arrays, strings); the start costs
+    a new interpreter, CuPy's import and a context, about 2 s."""
+    import multiprocessing
+
+    spawn = multiprocessing.get_context("spawn")      # a fork would inherit this process's CUDA state
+    answer, send = spawn.Pipe(duplex=False)
+    child = spawn.Process(target=_answer, args=(send, function, args, kwargs), daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not answer.poll(time_limit):
+            raise ChildDiedError(f"{_name(function)} gave no answer within {time_limit:g} s: its process "
+                                 "was stopped")
+        ok, value = answer.recv()
+        child.join(10)                                 # a hung kernel can keep its context from closing
+    except EOFError:
+        child.join(10)
+        raise ChildDiedError(f"{_name(function)}'s process ended without an answer (exit code "
+                             f"{child.exitcode})") from None
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+    if ok:
+        return value
+    raise value
+
+
+def _name(function) -> str:
+    return getattr(function, "__qualname__", repr(function))
+
+
+def _answer(send, function, args, kwargs) -> None:
+    """In the child: call, and send back (True, value) or (False, the exception), one that unpickles."""
+    import pickle
+
+    try:
+        reply = (True, function(*args, **kwargs))
+    except BaseException as error:                     # noqa: B036 - everything goes back to the parent
+        reply = (False, error)
+    try:
+        pickle.loads(pickle.dumps(reply))
+    except Exception:                                  # e.g. an exception class whose arguments changed
+        ok, value = reply
+        reply = (False, RuntimeError(f"returned a {type(value).__name__}, which cannot be sent back" if ok
+                                     else f"{type(value).__name__}: {value}"))
+    send.send(reply)
+    send.close()
+
+
 @dataclass(frozen=True)
 class DeviceFacts:
     name: str

@@ -140,18 +140,38 @@ def test_the_sanitizer_confirms_the_lint(slug, what, tool, tmp_path):
     assert errors > 0, output[-3000:]
 
 
-@pytest.mark.gpu
-def test_a_kernel_that_does_not_finish_stops_the_checker():
+def the_notebooks_gpu_works() -> bool:
     import cupy as cp
 
+    return int(cp.arange(10).sum()) == 45
+
+
+@pytest.mark.gpu
+def test_a_kernel_that_does_not_finish_stops_the_checker_and_leaves_this_gpu_working():
     spin = ("    if (threadIdx.x == 0) { long long start = clock64(); "
             "while (clock64() - start < 3000000000LL) { } }   // a few seconds at any clock\n")
     loop = "    for (long long v = (long long)blockIdx.x"
     code = defined(load("10_pull_grid_stride")[0]).replace(loop, spin + loop)
     assert "clock64" in code
-    try:
-        report = checks.check_pull_grid_stride(code, quiet=True, time_limit=0.5)
-    finally:
-        cp.cuda.Device().synchronize()                  # the spin ends by itself: leave the GPU idle
+    report = checks.check_pull_grid_stride(code, quiet=True, time_limit=0.5)
     assert report.stopped and len(report.failures) == 1, str(report)
-    assert "did not finish within 0.5 s" in str(report) and "restart the runtime" in report.failures[0].cause
+    assert "did not finish within 0.5 s" in str(report) and "unharmed" in report.failures[0].cause
+    assert the_notebooks_gpu_works()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fault, named", [
+    ("    if (blockIdx.x == 0 && threadIdx.x == 0) ((volatile float*)16)[0] = 1.0f;   // a null pointer\n",
+     "outside the kernel's arrays"),
+    ("    if (blockIdx.x == 0 && threadIdx.x == 0) __trap();\n", "crashed the GPU")])
+def test_a_kernel_that_crashes_the_gpu_is_reported_and_leaves_this_gpu_working(fault, named):
+    """The fault kills the CUDA context of the checker's child process, not this one: the checks after it
+    (and the student's notebook) go on."""
+    loop = "    for (long long v = (long long)blockIdx.x"
+    code = defined(load("10_pull_grid_stride")[0]).replace(loop, fault + loop)
+    report = checks.check_pull_grid_stride(code, quiet=True)
+    assert report.stopped and not report.ok, str(report)
+    cause = report.failures[-1].cause
+    assert named in cause and "unharmed" in cause, str(report)
+    assert the_notebooks_gpu_works()
+    assert checks.check_pull_grid_stride(defined(load("10_pull_grid_stride")[0]), quiet=True).ok

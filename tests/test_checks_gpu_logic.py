@@ -10,8 +10,15 @@ import pytest
 from helpers import checks
 from helpers.checks import device, gpu
 from helpers.checks.probe import READ_SLOTS, SPAN
-from helpers.checks.report import Wrong
+from helpers.checks.report import Wrong, after_a_fault
 from test_exercises import defined, load
+
+
+@pytest.fixture(autouse=True)
+def in_this_process(monkeypatch):
+    """The emulated device lives in this process: the checkers must not move to a child of their own."""
+    monkeypatch.setattr(gpu, "APART", False)
+
 
 SEEDS = (1, 2, 3, 4, 5)
 BOUNDS = ("past the end", "pushed rank", "i < count", "past n were added", "never wrote", "outside its")
@@ -627,7 +634,8 @@ def test_a_kernel_that_writes_its_input_is_named(monkeypatch):
 def test_a_hung_kernel_stops_the_checker_with_a_message(monkeypatch):
     class Hung(FakeDevice):
         def launch(self, kernel, grid, block, args):
-            raise Wrong("the kernel did not finish within 1 s", device.HUNG.format(limit=1), stop=True)
+            raise Wrong("the kernel did not finish within 1 s",
+                        device.HUNG.format(limit=1, after=after_a_fault()), stop=True)
 
     monkeypatch.setattr(gpu, "open_device", lambda time_limit: Hung(None))
     report = checks.check_pull_grid_stride(defined(load("10_pull_grid_stride")[0]), quiet=True, time_limit=1)

@@ -276,3 +276,66 @@ def test_what_the_checker_cannot_read_back_stops_it_with_a_message(monkeypatch):
     report = checks.check_top_k(lambda ranks, k: np.arange(k), quiet=True)
     assert report.stopped and "cannot read" in report.failures[0].detail
     assert "could not read what your function's process sent back" in report.failures[0].cause
+
+
+# --- a GPU checker's own process (gpu.in_own_context, checks.gpu.own_context) ---------------------------
+
+def added(a, b):
+    return a + b
+
+
+def raises_value_error():
+    raise ValueError("bad input 7")
+
+
+class TwoArguments(Exception):
+    def __init__(self, a, b):
+        super().__init__(f"{a} and {b}")
+
+
+def raises_what_cannot_cross():
+    raise TwoArguments(1, 2)
+
+
+def exits_at_once():
+    os._exit(3)
+
+
+def sleeps():
+    time.sleep(60)
+
+
+def test_a_function_in_its_own_process_returns_and_raises_as_here():
+    from helpers import gpu
+
+    assert gpu.in_own_context(added, np.arange(3), 1).tolist() == [1, 2, 3]
+    with pytest.raises(ValueError, match="bad input 7"):
+        gpu.in_own_context(raises_value_error)
+    with pytest.raises(RuntimeError, match="TwoArguments: 1 and 2"):
+        gpu.in_own_context(raises_what_cannot_cross)
+
+
+def test_a_process_that_dies_or_hangs_is_named_and_ended():
+    from helpers import gpu
+
+    with pytest.raises(gpu.ChildDiedError, match="exit code 3"):
+        gpu.in_own_context(exits_at_once)
+    start = time.monotonic()
+    with pytest.raises(gpu.ChildDiedError, match="no answer within 1 s"):
+        gpu.in_own_context(sleeps, time_limit=1)
+    assert time.monotonic() - start < 8
+
+
+def test_a_gpu_checker_whose_process_dies_reports_it_and_stops(monkeypatch):
+    from helpers import gpu
+    from helpers.checks import gpu as checker_gpu
+
+    def died(*args, **kwargs):
+        raise gpu.ChildDiedError("check_pull_warp's process ended without an answer (exit code -11)")
+
+    monkeypatch.setattr(checker_gpu, "APART", True)
+    monkeypatch.setattr(gpu, "has_gpu", lambda: True)
+    monkeypatch.setattr(gpu, "in_own_context", died)
+    report = checks.check_pull_warp('extern "C" __global__ void pull_warp_rank() {}', seed=5, quiet=True)
+    assert report.stopped and not report.ok and report.seed == 5
+    assert "exit code -11" in str(report) and "unharmed" in report.failures[0].cause

@@ -138,9 +138,12 @@ def test_order_summary_says_when_reuse_did_more_than_the_sector_count():
          "repaid after (iterations)": 13.2}])
     lines = convergence.order_summary(table, "fused")
     assert lines[0] == "out-degree: the gather floor is about 2.3x faster than in the given order."
-    assert "fell by a factor of only 1.00: reuse of cached sectors did the rest" in lines[1]
+    assert "The sector requests did not fall: reuse of cached sectors did the rest" in lines[1]
     assert "fused in this order is about 2.1x faster than in the given order" in lines[2]
     assert "repaid after about 13 fused iterations" in lines[3]
+    for per_edge, moved in ((0.9, "fell by a factor of only 1.11"), (1.05, "even rose, by 5%")):
+        table.loc[1, "sectors_per_edge"] = per_edge
+        assert f"The sector requests {moved}:" in convergence.order_summary(table, "fused")[1]
 
 
 def test_sweep_summary_names_the_fastest_size_and_the_one_segment_control():

@@ -53,6 +53,16 @@ def test_every_inline_kernel_is_its_canonical_file_and_compiles(notebook, code):
     COMPILED.append(f"{notebook}:{name}")
 
 
+def test_compiling_leaves_the_text_encoding_as_it_was():
+    """NVRTC 12.4 switches its thread to the C locale; afterwards a file written without an encoding must
+    still take a non-ASCII character."""
+    import locale
+
+    before = locale.getpreferredencoding(False)
+    kernels.nvrtc_compile(kernels.canonical(kernels.names()[0]))
+    assert locale.getpreferredencoding(False) == before
+
+
 def test_a_kernel_using_newer_intrinsics_is_refused_for_a_t4():
     code = 'extern "C" __global__ void k(unsigned* x) { x[0] = __reduce_add_sync(0xffffffffu, x[1]); }'
     with pytest.raises(kernels.CompileError, match="__reduce_add_sync"):
@@ -263,7 +273,9 @@ def test_personalised_pagerank_on_the_gpu_matches_the_reference():
         pagerank_gpu(dg, "fused", personalization=weights)
 
 
-def _six_versions_kernel_is_caught():
+def six_versions_wrong() -> tuple[float, int]:
+    """The share of vertices with more than 32 in-links that the six-versions kernel gets wrong, and how
+    many of the others it gets wrong."""
     import cupy as cp
     from helpers.driver import BLOCK, DeviceGraph
     graph = generators.adversarial_graph(20_001, seed=13, hub_in_links=12_000)
@@ -276,7 +288,19 @@ def _six_versions_kernel_is_caught():
     got = y.get()
     heavy = graph.in_degree > 32
     wrong = ~np.isclose(got, expected, rtol=1e-3) | np.isnan(got)
-    assert wrong[heavy].mean() > 0.9 and not wrong[~heavy].any()
+    return float(wrong[heavy].mean()), int(wrong[~heavy].sum())
+
+
+def _six_versions_kernel_is_caught():
+    """Its full-mask shuffle inside a branch is undefined: wrong sums, or on some GPUs a trap that loses
+    the CUDA context. It runs in a process of its own, so a trap ends that process only."""
+    from helpers import gpu
+    try:
+        heavy, light = gpu.in_own_context(six_versions_wrong, time_limit=300)
+    except (RuntimeError, gpu.ChildDiedError) as error:
+        assert "illegal instruction" in str(error).lower() or isinstance(error, gpu.ChildDiedError), error
+        return
+    assert heavy > 0.9 and light == 0
 
 
 @pytest.mark.gpu

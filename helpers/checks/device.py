@@ -17,7 +17,7 @@ from .. import generators, kernels
 from ..graph import Graph
 from .limits import KernelHung, wait
 from .probe import READ_SLOTS, SPAN, UNSET
-from .report import Wrong, changed, worst_vertex
+from .report import Wrong, after_a_fault, changed, worst_vertex
 
 EPS32 = float(np.finfo(np.float32).eps)
 UNIT = 2.0 ** -24           # dyadic unit of the inputs
@@ -38,8 +38,7 @@ ROW_SHORT = "wrong row bounds: each vertex misses its last in-link (the loop sto
 CHANGED_INPUT = ("the kernel wrote into its input {names}, which it must not: inputs are read again by "
                  "every later launch (declare them const)")
 HUNG = ("the kernel did not finish within {limit:g} s: likely an endless loop (a loop whose counter never "
-        "reaches its bound, a stride of 0); the GPU is now busy with it — restart the runtime (on Colab: "
-        "Runtime > Restart session) before running anything else on the GPU")
+        "reaches its bound, a stride of 0); {after}")
 SHARED_UNSET = ("the kernel reads shared memory it never wrote in this launch: the checker filled shared "
                 "memory with NaN before a launch and the result changed; on a GPU such slots hold "
                 "whatever an earlier kernel left there — write every slot a step reads first (elements "
@@ -84,7 +83,8 @@ class Device:
         try:
             wait(self.cp, self.time_limit)
         except KernelHung as hung:
-            raise Wrong(str(hung), HUNG.format(limit=self.time_limit), stop=True) from None
+            raise Wrong(str(hung), HUNG.format(limit=self.time_limit, after=after_a_fault()),
+                        stop=True) from None
 
     def device_graph(self, graph, arrays: dict | None = None):
         """``graph`` as the course's driver lays it out (a ``driver.DeviceGraph``); ``arrays`` (name ->

@@ -6,23 +6,28 @@ The checkers (``gpu_pull``: 10, 13, 14; ``gpu_update``: 11, 12, 20; ``gpu_fused`
 compile the student's kernel, launch it on fresh seeded graphs and compare exactly (``checks.device``). A
 probed copy of the kernel (``checks.probe``) shows redundant work, several lanes storing one result,
 atomics per block, shared memory read before it is written and reads outside an input; ``checks.lint``
-reads the source for hazards that give the right numbers today. Every wait for a kernel has a time limit. The kernels run in this
-process (CUDA does not survive a fork); the Python side uses the private reference (``checks.pristine``).
+reads the source for hazards that give the right numbers today. Every wait for a kernel has a time limit.
+Each checker runs in a child process with its own CUDA context (``own_context``): a student's kernel that
+faults or hangs ends that process, never the notebook's GPU. The Python side uses the private reference
+(``checks.pristine``).
 """
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib
 import re
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..gpu import require_gpu
-from . import pristine
+from .. import gpu
+from . import pristine, report as reporting
 from .device import BLOCK, Device, DeviceCase, Inputs, blocks, output, probe_buffer, writers
 from .lint import lint
+from .limits import GPU_TIME_LIMIT
 from .probe import probed
-from .report import Report, Wrong, describe_value, refused, run
+from .report import Failure, Report, Wrong, describe_value, fresh_seed, refused, run
 
 
 PROBE_SKIPPED = ("the probed launch was skipped: the checker could not rewrite how this kernel is written "
@@ -56,9 +61,43 @@ KERNELS = {"check_pull_grid_stride": Spec("pull_grid_stride", PULL, ("pulled",))
            "check_pull_bfloat16": Spec("pull_bfloat16", ("in_offsets", "in_sources"), ("pulled",))}
 
 
+APART = True     # each GPU checker in a child process of its own; False: in this process (emulated devices)
+CHILD_STARTS = 60.0   # seconds a child may take beyond its kernels' time limits (interpreter, CuPy, context)
+
+
+def own_context(check):
+    """Run the GPU checker ``check(code, seed, quiet, time_limit)`` in a child process with its own CUDA
+    context (``gpu.in_own_context``), where there is a GPU and the code is a string; in this process
+    otherwise (the refusals, no GPU, ``APART`` off). What the student replaced in this process is refused
+    here first: the child would not see it."""
+    @functools.wraps(check)
+    def apart(code, seed=None, quiet: bool = False, time_limit: float = GPU_TIME_LIMIT) -> Report:
+        seed = fresh_seed(seed)
+        if not (APART and isinstance(code, str) and pristine.refusal() is None and gpu.has_gpu()):
+            return check(code, seed, quiet, time_limit)
+        try:
+            result = gpu.in_own_context(_in_child, check.__module__, check.__name__, code, seed, time_limit,
+                                        time_limit=CHILD_STARTS + 200 * time_limit)
+        except gpu.ChildDiedError as died:
+            result = Report(check.__name__[len("check_"):], seed, stopped=True, failures=[Failure(
+                "the checker's process", str(died), "the kernel crashed or hung the GPU; it ran in a process "
+                "of the checker's own, now ended: your notebook's GPU is unharmed")])
+        if not quiet:
+            print(result)
+        return result
+    return apart
+
+
+def _in_child(module: str, name: str, code: str, seed: int, time_limit: float) -> Report:
+    """In the checker's child process: the checker itself, quiet, saying where it ran in its causes."""
+    reporting.OWN_PROCESS = True
+    check = getattr(importlib.import_module(module), name).__wrapped__
+    return check(code, seed, True, time_limit)
+
+
 def open_device(time_limit: float) -> Device:
     """The GPU the checkers launch on (a clear error where there is none)."""
-    return Device(require_gpu(), time_limit)
+    return Device(gpu.require_gpu(), time_limit)
 
 
 @contextlib.contextmanager

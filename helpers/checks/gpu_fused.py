@@ -18,7 +18,7 @@ import numpy as np
 from .cuda import strip_comments
 from .device import (BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, PAST_THE_END, RACE, SHARED_UNSET, UNIT,
                      DeviceCase, Inputs, blocks, check_sums, gpu_graphs, output, padded, same_bits, several)
-from .gpu import KERNELS, checker, compiled, launched, probe_launch
+from .gpu import KERNELS, checker, compiled, launched, own_context, probe_launch
 from .gpu_update import DANGLING_LOST, DIVIDE_BY_ZERO, SEVERAL_THREADS
 from .limits import GPU_TIME_LIMIT
 from .lint import Hazard
@@ -239,6 +239,7 @@ def _whole_pagerank(device, kernel, ins: Inputs, graph, args) -> str:
             f"{distance:.1e} from the reference")
 
 
+@own_context
 def check_fused_update(code: str, seed=None, quiet: bool = False,
                        time_limit: float = GPU_TIME_LIMIT) -> Report:
     """Exercise 21: fused_update(in_offsets, in_sources, out_degree, contrib, rank, dangling_mass, d,

@@ -15,7 +15,8 @@ import numpy as np
 from .. import kernels
 from .device import (BLOCK, PAD, PAD_UNITS, UNIT, DeviceCase, Inputs, blocks, check_sums, gpu_graphs,
                      output, padded, several, shared_changed)
-from .gpu import KERNELS, checker, compiled, graph_inputs, grids, launched, launches, probe_launch
+from .gpu import (KERNELS, checker, compiled, graph_inputs, grids, launched, launches, own_context,
+                  probe_launch)
 from .gpu_update import SEVERAL_THREADS
 from .limits import GPU_TIME_LIMIT
 from .report import Report, Wrong, fresh_seed, random_ranks, worst_vertex
@@ -86,6 +87,7 @@ def misread(graph, half: np.ndarray, got: np.ndarray) -> str | None:
 
 # --- the checker ---------------------------------------------------------------------------------------
 
+@own_context
 def check_pull_bfloat16(code: str, seed=None, quiet: bool = False,
                         time_limit: float = GPU_TIME_LIMIT) -> Report:
     """Exercise 40: pull_bfloat16(in_offsets, in_sources, contrib, pulled, n), one thread per vertex (256 per

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from .device import BLOCK, PAD, DeviceCase, Inputs, blocks, check_sums, gpu_graphs, several, shared_changed
-from .gpu import KERNELS, checker, compiled, graph_inputs, launched, launches, probe_launch
+from .gpu import (KERNELS, checker, compiled, graph_inputs, launched, launches, own_context,
+                  probe_launch)
 from .limits import GPU_TIME_LIMIT
 from .probe import UNSET
 from .report import Report, Wrong, fresh_seed
@@ -36,6 +37,7 @@ LIST_OVERRUN = ("groups past the end of the list wrote results: the check i < co
 CONFIGS = (((3,), (128,)), ((5,), (64,)), ((2,), (256,)))     # exercise 10's grids, far smaller than a graph
 
 
+@own_context
 def check_pull_grid_stride(code: str, seed=None, quiet: bool = False,
                            time_limit: float = GPU_TIME_LIMIT) -> Report:
     """Exercise 10: pull_grid_stride(in_offsets, in_sources, out_degree, rank, pulled, n), launched with
@@ -80,6 +82,7 @@ def check_pull_grid_stride(code: str, seed=None, quiet: bool = False,
                    [(g.name, g) for g in gpu_graphs(rng)], check)
 
 
+@own_context
 def check_pull_warp(code: str, seed=None, quiet: bool = False, time_limit: float = GPU_TIME_LIMIT) -> Report:
     """Exercise 13: pull_warp_rank(in_offsets, in_sources, out_degree, rank, pulled, n), one warp (32
     threads) per vertex, 256 threads per block, launched with just enough blocks and with two more; lane l
@@ -111,6 +114,7 @@ def check_pull_warp(code: str, seed=None, quiet: bool = False, time_limit: float
                    check)
 
 
+@own_context
 def check_pull_list(code: str, seed=None, quiet: bool = False, time_limit: float = GPU_TIME_LIMIT) -> Report:
     """Exercise 14: pull_list(vertices, count, in_offsets, in_sources, contrib, pulled, width): ``width``
     lanes (2 to 32) per listed vertex, 256 threads per block, launched with just enough blocks and with two

@@ -11,7 +11,8 @@ import numpy as np
 from .device import (BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, PAST_THE_END, RACE, SHARED_UNSET, UNIT,
                      DeviceCase, Inputs, blocks, first_difference, gpu_graphs, output, padded, several,
                      shared_changed)
-from .gpu import KERNELS, checker, compiled, graph_inputs, grids, launched, launches, probe_launch
+from .gpu import (KERNELS, checker, compiled, graph_inputs, grids, launched, launches, own_context,
+                  probe_launch)
 from .limits import GPU_TIME_LIMIT
 from .probe import SPAN
 from .report import Report, Wrong, fresh_seed, random_ranks, worst_vertex
@@ -70,6 +71,7 @@ def _push_values(dc: DeviceCase, got_full, again_full) -> None:
     raise Wrong(where, "each source u adds rank[u] / out_degree[u] to every vertex it links to")
 
 
+@own_context
 def check_push_atomic(code: str, seed=None, quiet: bool = False,
                       time_limit: float = GPU_TIME_LIMIT) -> Report:
     """Exercise 11: push_rank(out_offsets, out_targets, out_degree, rank, pulled, n), one thread per source
@@ -97,6 +99,7 @@ def check_push_atomic(code: str, seed=None, quiet: bool = False,
 
 # --- 12: contributions and the dangling share ------------------------------------------------------
 
+@own_context
 def check_contributions_split(code: str, seed=None, quiet: bool = False,
                               time_limit: float = GPU_TIME_LIMIT) -> Report:
     """Exercise 12: contributions_split(rank, out_degree, contrib, dangling_rank, n): contrib[u] =
@@ -184,6 +187,7 @@ def _l1_wrong(detail: str, got: float, expected: float, new: np.ndarray, old: np
                         "__syncthreads between its steps, elements past n counted as 0)")
 
 
+@own_context
 def check_l1_change(code: str, seed=None, quiet: bool = False, time_limit: float = GPU_TIME_LIMIT) -> Report:
     """Exercise 20: l1_change(new_rank, old_rank, total, n) adds sum(|new - old|) into *total (zeroed
     before the launch), 256 threads per block, one atomicAdd per block; launched with just enough blocks

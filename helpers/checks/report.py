@@ -165,6 +165,29 @@ def refused(exercise: str, seed: int, detail: str, cause: str, quiet: bool) -> R
     return report
 
 
+OWN_PROCESS = False      # True in the child process a GPU checker runs in (``checks.gpu.own_context``)
+
+
+def after_a_fault() -> str:
+    """What a fault or a hung kernel leaves behind, where the checker ran."""
+    if OWN_PROCESS:
+        return "it ran in a process of the checker's own, now ended: your notebook's GPU is unharmed"
+    return ("this process's GPU is now unusable: restart the runtime (on Colab: Runtime > Restart session) "
+            "before running anything else on the GPU")
+
+
+def gpu_fault(text: str) -> str:
+    """The likely cause of a CUDA error raised by a student's kernel."""
+    if "ILLEGAL_INSTRUCTION" in text or "illegal instruction" in text:
+        what = ("an instruction the GPU refused, e.g. a full-mask shuffle or __syncwarp() that a lane named "
+                "in the mask never reaches (it took the other branch, or returned early)")
+    elif "ILLEGAL_ADDRESS" in text or "illegal memory access" in text or "MISALIGNED" in text:
+        what = "a read or write outside the kernel's arrays (check every index against its bound first)"
+    else:
+        what = "a fault in the kernel"
+    return f"the kernel crashed the GPU: {what}; {after_a_fault()}"
+
+
 def run(exercise: str, seed: int, cases, check, quiet: bool, notes=(), output=None, review=None) -> Report:
     """Call check(case) for every (name, case) and collect passes and failures. ``check`` raises Wrong
     for a wrong answer; any other exception comes from the kernel's compilation or from the GPU, since
@@ -183,8 +206,7 @@ def run(exercise: str, seed: int, cases, check, quiet: bool, notes=(), output=No
         except Exception as error:                # a compile error or a GPU fault: report it, never crash
             text = f"raised {type(error).__name__}: {str(error).strip()[:600]}"
             if "CUDA" in type(error).__name__ or "cudaError" in str(error) or "CUDA_ERROR" in str(error):
-                cause = ("the kernel read or wrote outside its arrays and the GPU context is lost: restart "
-                         "the runtime")
+                cause = gpu_fault(str(error))
             elif type(error).__name__ in ("CompileException", "CompileError") \
                     or "compile" in str(error).lower():
                 cause = "the kernel does not compile"

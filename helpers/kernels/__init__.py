@@ -9,6 +9,7 @@ checks that every kernel builds for a T4.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import locale
 import re
 from functools import lru_cache
@@ -109,14 +110,29 @@ def kernel_names(code: str) -> list[str]:
     return re.findall(r'extern "C" __global__ void (\w+)\(', code)
 
 
+def _thread_locale():
+    """glibc's ``uselocale``, or None where the C library has none (then only the global locale is kept)."""
+    try:
+        uselocale = ctypes.CDLL(None).uselocale
+    except (OSError, AttributeError):
+        return None
+    uselocale.restype, uselocale.argtypes = ctypes.c_void_p, [ctypes.c_void_p]
+    return uselocale
+
+
 @contextlib.contextmanager
 def keeping_locale():
-    """Some NVRTC releases (12.4) switch the process to the C locale while compiling; put it back, or every
-    text file read afterwards without an explicit encoding fails on its first non-ASCII byte."""
+    """NVRTC 12.4 switches the calling thread to the C locale (``uselocale``) while it loads and compiles; put
+    the thread's and the process's locale back, or every text file read or written afterwards without an
+    explicit encoding fails on its first non-ASCII character."""
     saved = locale.setlocale(locale.LC_ALL)
+    uselocale = _thread_locale()
+    thread = uselocale(None) if uselocale else None
     try:
         yield
     finally:
+        if uselocale:
+            uselocale(thread)
         locale.setlocale(locale.LC_ALL, saved)
 
 

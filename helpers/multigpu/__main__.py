@@ -113,7 +113,7 @@ def bench(argv=None) -> int:
         "header": lines, "graph": hg.name, "vertices": hg.num_vertices, "edges": hg.num_edges,
         "tol": args.tol, "norm": "L1", "verified": ok, "l1_distance_to_1_gpu": l1,
         "max_abs_diff_to_1_gpu": max_diff, "rows": rows, "partitions": partitions,
-        "per_iteration_ms": per_iteration}, indent=1, default=float))
+        "per_iteration_ms": per_iteration}, indent=1, default=float), encoding="utf-8")
     say(f"wrote {args.out / 'multigpu.csv'} and {args.out / 'multigpu.json'}")
     return 0 if ok else 1
 
