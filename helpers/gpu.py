@@ -68,59 +68,124 @@ class ChildDiedError(RuntimeError):
     limit, or crashed outright."""
 
 
-def in_own_context(function, *args, time_limit: float | None = None, **kwargs):
-    """``function(*args, **kwargs)`` in a fresh Python process with its own CUDA context: a kernel that
-    faults there (an illegal address; a full-mask shuffle that some named lane never reaches, which traps
-    on some GPUs) loses that context only, and this process's GPU and arrays go on working. Returns what it
-    returns, raises what it raises (ChildDiedError where it gives no answer within ``time_limit`` s).
-    The function and arguments cross by pickle (a module-level function; arrays, strings); the start costs
-    a new interpreter, CuPy's import and a context, about 2 s."""
-    import multiprocessing
+_WORKER: list = []      # the kept child process and this end of its pipe, while its CUDA context is sound
 
-    spawn = multiprocessing.get_context("spawn")      # a fork would inherit this process's CUDA state
-    answer, send = spawn.Pipe(duplex=False)
-    child = spawn.Process(target=_answer, args=(send, function, args, kwargs), daemon=True)
-    child.start()
-    send.close()
+
+def in_own_context(function, *args, time_limit: float | None = None, **kwargs):
+    """``function(*args, **kwargs)`` in a child Python process with its own CUDA context: a kernel that
+    faults there (an illegal address; a full-mask shuffle that a named lane never reaches, which traps on
+    some GPUs) or hangs loses that context only, and this process's GPU and arrays go on working. Returns
+    what it returns, raises what it raises (ChildDiedError where no answer comes within ``time_limit`` s).
+    The function and arguments cross by pickle (a module-level function; arrays, strings). The child starts
+    once (a new interpreter, CuPy, a context: about 2 s) and is kept while its context stays sound."""
+    if not _WORKER:
+        _WORKER.extend(_start())
+    child, pipe = _WORKER
     try:
-        if not answer.poll(time_limit):
+        pipe.send((function, args, kwargs))
+        if not pipe.poll(time_limit):
+            _discard(wait_s=0)
             raise ChildDiedError(f"{_name(function)} gave no answer within {time_limit:g} s: its process "
                                  "was stopped")
-        ok, value = answer.recv()
-        child.join(10)                                 # a hung kernel can keep its context from closing
-    except EOFError:
+        ok, value, sound = pipe.recv()
+    except (EOFError, OSError, BrokenPipeError):
         child.join(10)
-        raise ChildDiedError(f"{_name(function)}'s process ended without an answer (exit code "
-                             f"{child.exitcode})") from None
-    finally:
-        if child.is_alive():
-            child.kill()
-            child.join()
+        code = child.exitcode
+        _discard()
+        raise ChildDiedError(f"{_name(function)}'s process ended without an answer (exit code {code})") \
+            from None
+    except BaseException:                              # a Ctrl-C here: the child may still be running it
+        _discard(wait_s=0)
+        raise
+    if not sound:
+        _discard()
     if ok:
         return value
     raise value
+
+
+def _start():
+    import multiprocessing
+
+    spawn = multiprocessing.get_context("spawn")      # a fork would inherit this process's CUDA state
+    pipe, theirs = spawn.Pipe()
+    child = spawn.Process(target=_serve, args=(theirs,), daemon=True)
+    child.start()
+    theirs.close()
+    return child, pipe
+
+
+def _discard(wait_s: float = 5.0) -> None:
+    """End the kept child (after a fault, a time-out or a Ctrl-C); the next call starts a fresh one."""
+    if _WORKER:
+        child, pipe = _WORKER
+        _WORKER.clear()
+        pipe.close()
+        child.join(wait_s)                             # after a fault it exits by itself once it answered
+        if child.is_alive():
+            child.kill()
+            child.join()
 
 
 def _name(function) -> str:
     return getattr(function, "__qualname__", repr(function))
 
 
-def _answer(send, function, args, kwargs) -> None:
-    """In the child: call, and send back (True, value) or (False, the exception), one that unpickles."""
+def _serve(pipe) -> None:
+    """The child: answer calls until the pipe closes or the CUDA context is no longer sound."""
+    import os
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)       # a Ctrl-C is the parent's to handle
+    while True:
+        try:
+            function, args, kwargs = pipe.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            reply = (True, function(*args, **kwargs))
+        except BaseException as error:                 # noqa: B036 - everything goes back to the parent
+            reply = (False, error)
+        sound = _context_sound()
+        pipe.send(_sendable(reply) + (sound,))
+        if not sound:
+            os._exit(0)                                # skip the teardown a hung kernel would block
+
+
+def _sendable(reply: tuple) -> tuple:
+    """(True, value) or (False, exception), as it will unpickle in the parent."""
     import pickle
 
     try:
-        reply = (True, function(*args, **kwargs))
-    except BaseException as error:                     # noqa: B036 - everything goes back to the parent
-        reply = (False, error)
-    try:
         pickle.loads(pickle.dumps(reply))
+        return reply
     except Exception:                                  # e.g. an exception class whose arguments changed
         ok, value = reply
-        reply = (False, RuntimeError(f"returned a {type(value).__name__}, which cannot be sent back" if ok
-                                     else f"{type(value).__name__}: {value}"))
-    send.send(reply)
-    send.close()
+        return (False, RuntimeError(f"returned a {type(value).__name__}, which cannot be sent back" if ok
+                                    else f"{type(value).__name__}: {value}"))
+
+
+def _context_sound(wait_s: float = 2.0) -> bool:
+    """Whether this process's CUDA context (if it has one) is idle and unharmed: no sticky error from a
+    fault, no kernel still running."""
+    import sys
+    import time
+
+    cp = sys.modules.get("cupy")
+    if cp is None:
+        return True
+    try:
+        cp.get_default_memory_pool().free_all_blocks()
+        event = cp.cuda.Event(disable_timing=True)
+        event.record()
+        deadline = time.monotonic() + wait_s
+        while (status := cp.cuda.runtime.eventQuery(event.ptr)) != 0:
+            if status != 600 or time.monotonic() > deadline:   # 600: cudaErrorNotReady
+                return False
+            time.sleep(0.01)
+        return True
+    except Exception:                                  # the context is lost: every call raises
+        return False
 
 
 @dataclass(frozen=True)

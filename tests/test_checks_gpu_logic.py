@@ -643,6 +643,24 @@ def test_a_hung_kernel_stops_the_checker_with_a_message(monkeypatch):
     assert "restart the runtime" in report.failures[0].cause and "did not finish within 1 s" in str(report)
 
 
+def test_in_the_checkers_own_process_a_hung_kernel_leaves_the_notebook_unharmed(monkeypatch):
+    """What the child process of a GPU checker runs: the checker by its module and name, saying in its causes
+    that the fault stayed in that process."""
+    from helpers.checks import report as reporting
+
+    class Hung(FakeDevice):
+        def launch(self, kernel, grid, block, args):
+            raise Wrong("the kernel did not finish within 1 s",
+                        device.HUNG.format(limit=1, after=after_a_fault()), stop=True)
+
+    monkeypatch.setattr(gpu, "open_device", lambda time_limit: Hung(None))
+    monkeypatch.setattr(reporting, "OWN_PROCESS", False)            # restored after the test
+    code = defined(load("10_pull_grid_stride")[0])
+    report = gpu.checked_in_child("helpers.checks.gpu_pull", "check_pull_grid_stride", code, 5, 1.0)
+    assert report.stopped and report.seed == 5 and len(report.failures) == 1
+    assert "unharmed" in report.failures[0].cause and "restart" not in report.failures[0].cause
+
+
 def test_a_replaced_reference_stops_a_gpu_checker_before_any_launch(monkeypatch):
     from helpers.checks import pristine
 

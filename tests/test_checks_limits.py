@@ -326,6 +326,16 @@ def test_a_process_that_dies_or_hangs_is_named_and_ended():
     assert time.monotonic() - start < 8
 
 
+def test_the_child_is_kept_between_calls_and_replaced_after_it_dies():
+    from helpers import gpu
+
+    first = gpu.in_own_context(os.getpid)
+    assert first != os.getpid() and gpu.in_own_context(os.getpid) == first
+    with pytest.raises(gpu.ChildDiedError):
+        gpu.in_own_context(exits_at_once)
+    assert gpu.in_own_context(os.getpid) not in (first, os.getpid())
+
+
 def test_a_gpu_checker_whose_process_dies_reports_it_and_stops(monkeypatch):
     from helpers import gpu
     from helpers.checks import gpu as checker_gpu

@@ -76,8 +76,8 @@ def own_context(check):
         if not (APART and isinstance(code, str) and pristine.refusal() is None and gpu.has_gpu()):
             return check(code, seed, quiet, time_limit)
         try:
-            result = gpu.in_own_context(_in_child, check.__module__, check.__name__, code, seed, time_limit,
-                                        time_limit=CHILD_STARTS + 200 * time_limit)
+            result = gpu.in_own_context(checked_in_child, check.__module__, check.__name__, code, seed,
+                                        time_limit, time_limit=CHILD_STARTS + 200 * time_limit)
         except gpu.ChildDiedError as died:
             result = Report(check.__name__[len("check_"):], seed, stopped=True, failures=[Failure(
                 "the checker's process", str(died), "the kernel crashed or hung the GPU; it ran in a process "
@@ -88,7 +88,7 @@ def own_context(check):
     return apart
 
 
-def _in_child(module: str, name: str, code: str, seed: int, time_limit: float) -> Report:
+def checked_in_child(module: str, name: str, code: str, seed: int, time_limit: float) -> Report:
     """In the checker's child process: the checker itself, quiet, saying where it ran in its causes."""
     reporting.OWN_PROCESS = True
     check = getattr(importlib.import_module(module), name).__wrapped__
