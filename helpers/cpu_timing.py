@@ -87,7 +87,7 @@ def load_note(when: str) -> str:
     if load > cores:
         return line + (" -- more runnable processes than cores: every time is inflated and the multi-core "
                        "ones are not representative; re-run on a quiet machine")
-    return line + " (processes beyond this one would slow every time)"
+    return line + ": fewer runnable processes than cores, the machine was not crowded"
 
 
 def million_per_second(timing: Timing, count: float) -> Timing:

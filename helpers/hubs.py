@@ -91,7 +91,7 @@ def plot_with_and_without(frame, ax=None, title: str = ""):
     ax.set_yticks(rows, list(frame["variant"]))
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel("ms (median; bars: fastest to slowest trial)")
+    ax.set_xlabel("ms (median; whiskers: fastest to slowest trial)")
     ax.set_title(title or f"{frame.attrs.get('graph', '')}\n{frame.attrs.get('gpu', '')}", fontsize=8)
     ax.legend(fontsize=7)
     ax.figure.tight_layout()

@@ -131,7 +131,8 @@ def chart(frame, column: str, *, label: str | None = None, title: str | None = N
     ax.invert_yaxis()
     if log:
         ax.set_xscale("log")
-    ax.set_xlabel(label or f"{column}, ms (median; bars: fastest to slowest trial)")
+    text = label or f"{column}, ms (median; whiskers: fastest to slowest trial)"
+    ax.set_xlabel(text + (", log scale" if log and "log" not in text else ""))
     attrs = frame.attrs
     ax.set_title(title or f"{attrs.get('graph', '')}\n{attrs.get('gpu', '')}", fontsize=8)
     ax.figure.tight_layout()

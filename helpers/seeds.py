@@ -285,7 +285,7 @@ def plot_control(timings: dict, ax=None, title: str = ""):
     ax.set_yticks(np.arange(len(kernels)) + height * (len(graphs) - 1) / 2, kernels)
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlabel("sum over in-links, ms (median; bars: fastest to slowest trial)")
+    ax.set_xlabel("sum over in-links, ms (median; whiskers: fastest to slowest trial)")
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=7)
     ax.figure.tight_layout()
