@@ -336,6 +336,32 @@ def test_the_child_is_kept_between_calls_and_replaced_after_it_dies():
     assert gpu.in_own_context(os.getpid) not in (first, os.getpid())
 
 
+def loses_its_context(status):
+    """Stand in for a kernel that left the child's CUDA context broken (an exception from every query)
+    or busy (a status of 600, not ready, for ever): a fake CuPy the child's soundness check consults."""
+    import sys
+    from types import SimpleNamespace
+
+    def query(pointer):
+        if status == "broken":
+            raise RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+        return 600
+
+    sys.modules["cupy"] = SimpleNamespace(
+        get_default_memory_pool=lambda: SimpleNamespace(free_all_blocks=lambda: None),
+        cuda=SimpleNamespace(Event=lambda **kwargs: SimpleNamespace(record=lambda: None, ptr=1),
+                             runtime=SimpleNamespace(eventQuery=query)))
+    return os.getpid()
+
+
+@pytest.mark.parametrize("status", ["broken", "busy"])
+def test_a_child_whose_context_is_broken_or_busy_is_replaced(status):
+    from helpers import gpu
+
+    first = gpu.in_own_context(loses_its_context, status)        # answers, then ends
+    assert gpu.in_own_context(os.getpid) not in (first, os.getpid())
+
+
 def test_a_gpu_checker_whose_process_dies_reports_it_and_stops(monkeypatch):
     from helpers import gpu
     from helpers.checks import gpu as checker_gpu
