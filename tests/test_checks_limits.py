@@ -71,7 +71,16 @@ def test_keyboard_interrupt_raised_by_student_code_is_reported():
     assert "nobody pressed Ctrl-C" in report.failures[0].cause
 
 
-def test_a_real_ctrl_c_still_stops_the_checker():
+@pytest.fixture
+def ctrl_c_raises():
+    """Ctrl-C as a terminal delivers it: a process started in the background (a CI runner, ``cmd &``)
+    begins with SIGINT ignored, and Python then installs no handler; the test restores what was there."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_a_real_ctrl_c_still_stops_the_checker(ctrl_c_raises):
     def slow(graph, ranks, damping):
         while True:
             time.sleep(0.01)
@@ -81,7 +90,7 @@ def test_a_real_ctrl_c_still_stops_the_checker():
         checks.check_pagerank_step(slow, quiet=True, time_limit=10)
 
 
-def test_a_real_ctrl_c_swallowed_by_student_code_still_stops_the_checker():
+def test_a_real_ctrl_c_swallowed_by_student_code_still_stops_the_checker(ctrl_c_raises):
     def swallows(graph, ranks, damping):
         try:
             time.sleep(5)
