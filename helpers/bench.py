@@ -62,7 +62,8 @@ def parse(argv=None):
     parser.add_argument("--generated", choices=["auto", "off"], default="auto",
                         help="also measure the generated graphs of both memory regimes")
     parser.add_argument("--variants", nargs="+", metavar="NAME",
-                        help="variants to run on the web-sized graph (default: every one that fits)")
+                        help="variants to run on the web-sized graph (default: every one that fits, "
+                             "the 16-bit ones only when named)")
     parser.add_argument("--launches", type=int, default=20, help="launches per timing trial")
     parser.add_argument("--trials", type=int, default=9, help="timing trials per measurement")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,

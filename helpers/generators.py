@@ -1,7 +1,9 @@
-"""Graphs the course makes itself: named tiny graphs, seeded random and adversarial graphs, and R-MAT.
+"""Graphs the course makes itself: named tiny graphs, seeded random and adversarial graphs, R-MAT and the
+web-like generator.
 
-The R-MAT default has web-Google's size (875,713 vertices, 5,105,039 edges): it is the offline stand-in
-for the real graph and the workload of the scaling lecture.
+``web_graph`` (web-Google's size, degree maxima and dangling share, with a crawl's id locality) is the
+offline stand-in for web-Google (``datasets.standin``). R-MAT stands in for the other datasets and is the
+workload of the scaling lecture; its default has web-Google's size.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Plumbing for lectures 13 to 15, so that their cells show the experiment and not its arithmetic.
+"""Plumbing for lectures 13 and 14, so that their cells show the experiment and not its arithmetic.
 
 - The six-versions report's headline claims: what its own table implies (``six_versions_claims``) and its
   kernel run at its graph sizes on this GPU (``six_versions_at_their_sizes``), each read in plain lines.

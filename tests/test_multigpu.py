@@ -82,6 +82,11 @@ def test_the_command_line_says_how_to_use_it_and_what_is_installed():
     check = _python("-m", "helpers.multigpu", "check")
     assert check.returncode == 0, check.stderr
     assert "NCCL:" in check.stdout and "distributed" in check.stdout
+    helped = _python("-m", "helpers.multigpu", "--help")
+    assert helped.returncode == 0 and "bench" in helped.stdout and "check" in helped.stdout
+    for command, shown in (("check", "what is installed"), ("bench", "--dask-iterations")):
+        helped = _python("-m", "helpers.multigpu", command, "--help")
+        assert helped.returncode == 0 and shown in helped.stdout and "NCCL:" not in helped.stdout
 
 
 # --- the partition ----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The kernel catalog: every .cu file with the lecture that teaches it, the driver variants that launch it,
+"""The kernel catalog: every .cu file with the lecture that teaches it, the driver variants it belongs to,
 the exercise that practises it and its checker, and the test that verifies it. Tests are parametrised from
 it and ``python -m helpers.course sync`` writes the README's kernel table from it."""
 from __future__ import annotations
@@ -12,7 +12,8 @@ TEST = "tests/test_kernels.py::test_kernel_is_right[{}]"
 class Entry:
     file: str                        # helpers/kernels/<file>.cu
     lecture: str                     # the lecture that shows it inline (or explains it)
-    variants: tuple[str, ...] = ()   # driver variants that launch it (helpers.driver.VARIANTS)
+    variants: tuple[str, ...] = ()   # driver variants whose own kernel it is (helpers.driver.VARIANTS);
+    #                                  contributions and stop_test serve every unfused iteration besides
     exercise: str | None = None      # notebooks/exercises/<exercise>.ipynb
     checker: str | None = None       # helpers.checks.<checker>
 
@@ -63,7 +64,8 @@ def entry(file: str) -> Entry:
 
 
 def for_variant(name: str) -> list[Entry]:
-    """The catalog entries whose kernels a driver variant launches."""
+    """The catalog entries whose kernels are a driver variant's own (not the shared contributions and
+    stop_test kernels of the unfused iteration)."""
     return [e for e in CATALOG.values() if name in e.variants]
 
 

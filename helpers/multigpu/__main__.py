@@ -31,12 +31,8 @@ def header() -> list[str]:
     return lines
 
 
-def parse(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m helpers.multigpu bench",
-                                     description="Partitioned PageRank on 1 and on N GPUs (NCCL exchange, "
-                                                 "and the Dask exchange for contrast): verified, timed, "
-                                                 "written as CSV/JSON.",
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+def add_bench_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of ``bench``."""
     add = parser.add_argument
     add("--vertices", type=int, default=2**25, help="vertices of the R-MAT graph generated on the GPU")
     add("--edges", type=int, default=300_000_000, help="its edges")
@@ -50,7 +46,30 @@ def parse(argv=None) -> argparse.Namespace:
         help="iterations of the Dask-exchange contrast run (0: skip it)")
     add("--out", type=Path, default=Path("bench-results") / "multigpu",
         help="folder for multigpu.csv and multigpu.json")
-    return parser.parse_args(argv)
+    return parser
+
+
+BENCH = ("Partitioned PageRank on 1 and on N GPUs (NCCL exchange, and the Dask exchange for contrast): "
+         "verified, timed, written as CSV/JSON.")
+CHECK = "Print what is installed for the multi-GPU lecture: Dask, dask-cuda, NCCL, the GPUs."
+
+
+def parser() -> argparse.ArgumentParser:
+    """``python -m helpers.multigpu {bench,check}``, each with its --help."""
+    from ..cli import HelpFormatter
+
+    top = argparse.ArgumentParser(prog="python -m helpers.multigpu", formatter_class=HelpFormatter,
+                                  description="PageRank on the GPUs of one host (lecture 50).")
+    commands = top.add_subparsers(dest="command", required=True, metavar="{bench,check}")
+    add_bench_options(commands.add_parser("bench", help=BENCH, description=BENCH,
+                                          formatter_class=HelpFormatter))
+    commands.add_parser("check", help=CHECK, description=CHECK, formatter_class=HelpFormatter)
+    return top
+
+
+def parse(argv=None) -> argparse.Namespace:
+    """The options of ``bench`` (``argv`` without the word bench)."""
+    return parser().parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
 
 
 def bench(argv=None) -> int:
@@ -119,15 +138,11 @@ def bench(argv=None) -> int:
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["bench"]:
-        return bench(argv[1:])
-    if argv[:1] == ["check"]:
+    args = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.command == "check":
         print("\n".join(versions()))
         return 0
-    print("usage: python -m helpers.multigpu {bench,check} [options]   (bench -h for the options)",
-          file=sys.stderr)
-    return 2
+    return bench(sys.argv[2:] if argv is None else list(argv)[1:])
 
 
 if __name__ == "__main__":
