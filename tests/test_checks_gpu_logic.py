@@ -270,7 +270,7 @@ def store_groups(out, probed, rows, values, width, group_ids, every_lane):
     store(out, probed, rows, values, first, first + (width - 1 if every_lane else 0))
 
 
-def pull_warp(bound=True, store_by="lane 0", tree_from=16):
+def pull_warp(bound=True, store_by="lane 0", tree_from=16, rank_only=False):
     def emulate(threads, args, probed, block):
         in_offsets, in_sources, out_degree, rank, pulled, n = args
         warps = np.arange(threads // 32)
@@ -278,6 +278,8 @@ def pull_warp(bound=True, store_by="lane 0", tree_from=16):
             warps = warps[warps < int(n)]
         contrib = np.divide(rank.astype(np.float64), out_degree, out=np.zeros(rank.size),
                             where=out_degree > 0)
+        if rank_only:                                    # a wrong term: rank[u], not divided
+            contrib = rank.astype(np.float64)
         values = row_sums(contrib, in_offsets, in_sources, warps,
                           lanes=None if tree_from == 16 else 2 * tree_from)
         store_groups(pulled, probed, warps, values, 32, warps, store_by != "lane 0")
@@ -289,7 +291,8 @@ def pull_warp(bound=True, store_by="lane 0", tree_from=16):
     (pull_warp(bound=False), "past the end"),
     (pull_warp(tree_from=8), "not all combined"),
     (pull_warp(store_by="total"), "several lanes store"),
-], ids=["solution", "no v < n", "tree from 8", "every lane stores the total"])
+    (pull_warp(rank_only=True), "a wrong term"),
+], ids=["solution", "no v < n", "tree from 8", "every lane stores the total", "rank not divided"])
 def test_pull_warp_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
         expect(run("check_pull_warp", emulate, monkeypatch, seed, "13_pull_warp"), cause)

@@ -101,8 +101,9 @@ def check_pull_warp(code: str, seed=None, quiet: bool = False, time_limit: float
         for grid in ((need,), (need + 2,)):
             with launched(grid, (BLOCK,)):
                 out = launches(device, ins, kernel, grid, (BLOCK,), args, n + PAD)
-                check_sums(dc, out[0], out[1], lanes=True, hint="only lane 0 of each warp should store the "
-                                                                "warp's total")
+                check_sums(dc, out[0], out[1], lanes=True,
+                           hint="a wrong term: each in-neighbour u = in_sources[k] adds rank[u] / "
+                                "out_degree[u], each in-link read by one lane, and lane 0 stores the total")
                 if probe is not None:
                     probes = probe_launch(device, probe, ins, grid, (BLOCK,), args, [n + PAD])
                     values, lowest, highest = probes[0]
