@@ -36,6 +36,14 @@ def in_star(n: int = 6) -> Graph:
     return from_edges(np.arange(1, n), np.zeros(n - 1, dtype=int), n, name=f"in-star of {n}")
 
 
+def in_degree_ladder(top: int = 64) -> Graph:
+    """Every in-degree from 1 to ``top`` once: vertex k (k < top) has k + 1 in-links, from vertices
+    ``top``, ``top + 1``, ...; a wrong answer that starts at some in-degree shows where."""
+    targets = np.repeat(np.arange(top), np.arange(1, top + 1))
+    sources = top + np.concatenate([np.arange(k + 1) for k in range(top)])
+    return from_edges(sources, targets, 2 * top, name=f"in-degrees 1 to {top}")
+
+
 def out_star(n: int = 6) -> Graph:
     """The centre 0 links to every leaf; every leaf is dangling."""
     return from_edges(np.zeros(n - 1, dtype=int), np.arange(1, n), n, name=f"out-star of {n}")

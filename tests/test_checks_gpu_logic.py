@@ -270,7 +270,7 @@ def store_groups(out, probed, rows, values, width, group_ids, every_lane):
     store(out, probed, rows, values, first, first + (width - 1 if every_lane else 0))
 
 
-def pull_warp(bound=True, store_by="lane 0", tree_from=16, rank_only=False):
+def pull_warp(bound=True, store_by="lane 0", tree_from=16, rank_only=False, short_count=False):
     def emulate(threads, args, probed, block):
         in_offsets, in_sources, out_degree, rank, pulled, n = args
         warps = np.arange(threads // 32)
@@ -282,6 +282,8 @@ def pull_warp(bound=True, store_by="lane 0", tree_from=16, rank_only=False):
             contrib = rank.astype(np.float64)
         values = row_sums(contrib, in_offsets, in_sources, warps,
                           lanes=None if tree_from == 16 else 2 * tree_from)
+        if short_count:                                  # short count = end - begin: negative past 2**15
+            values = np.where(np.diff(in_offsets)[warps] > 2**15 - 1, 0.0, values)
         store_groups(pulled, probed, warps, values, 32, warps, store_by != "lane 0")
     return emulate
 
@@ -289,10 +291,12 @@ def pull_warp(bound=True, store_by="lane 0", tree_from=16, rank_only=False):
 @pytest.mark.parametrize("emulate, cause", [
     (pull_warp(), None),
     (pull_warp(bound=False), "past the end"),
-    (pull_warp(tree_from=8), "not all combined"),
+    (pull_warp(tree_from=8), "vertices with up to 16 in-links are right, wrong ones have 17 or more"),
     (pull_warp(store_by="total"), "several lanes store"),
     (pull_warp(rank_only=True), "a wrong term"),
-], ids=["solution", "no v < n", "tree from 8", "every lane stores the total", "rank not divided"])
+    (pull_warp(short_count=True), "16-bit type"),
+], ids=["solution", "no v < n", "tree from 8", "every lane stores the total", "rank not divided",
+        "a 16-bit count"])
 def test_pull_warp_logic(emulate, cause, monkeypatch):
     for seed in seeds_for(cause):
         expect(run("check_pull_warp", emulate, monkeypatch, seed, "13_pull_warp"), cause)
@@ -534,7 +538,7 @@ def test_bfloat16_in_numpy_rounds_to_nearest_even_and_the_exact_inputs_fit_it():
     assert to_bfloat16(np.float32(1.0)) == 0x3F80
     for seed in SEEDS:
         rng = np.random.default_rng(seed)
-        dc = device.DeviceCase(device.gpu_graphs(rng)[3], rng)
+        dc = device.DeviceCase(device.gpu_graphs(rng)[4], rng)
         contrib = dc.host["contrib"]
         assert np.array_equal(widened(to_bfloat16(contrib)), contrib)      # exact: 8 significant bits
 
