@@ -169,23 +169,40 @@ def _context_sound(wait_s: float = 2.0) -> bool:
     """Whether this process's CUDA context (if it has one) is idle and unharmed: no sticky error from a
     fault, no kernel still running."""
     import sys
-    import time
 
     cp = sys.modules.get("cupy")
     if cp is None:
         return True
     try:
         cp.get_default_memory_pool().free_all_blocks()
-        event = cp.cuda.Event(disable_timing=True)
-        event.record()
-        deadline = time.monotonic() + wait_s
-        while (status := cp.cuda.runtime.eventQuery(event.ptr)) != 0:
-            if status != 600 or time.monotonic() > deadline:   # 600: cudaErrorNotReady
-                return False
-            time.sleep(0.01)
-        return True
+        return queue_finished(cp, wait_s)
     except Exception:                                  # the context is lost: every call raises
         return False
+
+
+CUDA_NOT_READY = 600        # cudaErrorNotReady: the queued work is still running
+
+
+def queue_finished(cp, time_limit: float) -> bool:
+    """Wait for the work queued so far on the current stream, at most ``time_limit`` s: True when it
+    finished, False past the limit. Polls an event, since a blocking wait cannot be cut short; a kernel's
+    error (an illegal address) is raised as CuPy raises it."""
+    import time
+
+    event = cp.cuda.Event(disable_timing=True)
+    event.record()
+    deadline, pause = time.monotonic() + time_limit, 1e-4
+    while True:
+        status = cp.cuda.runtime.eventQuery(event.ptr)
+        if status == 0:
+            return True
+        if status != CUDA_NOT_READY:
+            event.synchronize()                        # raises the CUDA error the status stands for
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(pause)
+        pause = min(2 * pause, 0.01)
 
 
 @dataclass(frozen=True)

@@ -87,6 +87,11 @@ def test_the_command_line_says_how_to_use_it_and_what_is_installed():
     for command, shown in (("check", "what is installed"), ("bench", "--dask-iterations")):
         helped = _python("-m", "helpers.multigpu", command, "--help")
         assert helped.returncode == 0 and shown in helped.stdout and "NCCL:" not in helped.stdout
+    from helpers import gpu
+    if not gpu.has_gpu():
+        refused = _python("-m", "helpers.multigpu", "bench")
+        assert refused.returncode == 2 and "needs a CUDA GPU" in refused.stderr
+        assert "Traceback" not in refused.stderr
 
 
 # --- the partition ----------------------------------------------------------------------------------

@@ -180,6 +180,17 @@ def checker(name: str, code: str, seed: int, quiet: bool, time_limit: float, cas
     return run(exercise, seed, source_cases(code, spec) + cases, checked, quiet, notes)
 
 
+def graph_case(device: Device, code: str, spec: Spec, graph, rng):
+    """One graph's case: the compiled kernel, its DeviceCase, its inputs on the device and ``args(arrays,
+    out)`` for a kernel that takes its inputs, then its output, then n."""
+    kernel, dc = compiled(device, code, spec), DeviceCase(graph, rng)
+    ins = graph_inputs(device, dc, spec)
+
+    def args(arrays, out):
+        return tuple(arrays[name] for name in spec.inputs) + (out, np.int32(dc.n))
+    return kernel, dc, ins, args
+
+
 def launches(device: Device, ins: Inputs, kernel, grid, block, args, size: int, fill=np.nan) -> list:
     """Two launches, each into a fresh output (NaN, or ``fill``), the inputs read back after each."""
     results = []

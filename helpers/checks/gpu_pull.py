@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .device import BLOCK, PAD, DeviceCase, Inputs, blocks, check_sums, gpu_graphs, several, shared_changed
-from .gpu import (KERNELS, checker, compiled, graph_inputs, launched, launches, own_context,
+from .gpu import (KERNELS, checker, compiled, graph_case, launched, launches, own_context,
                   probe_launch)
 from .limits import GPU_TIME_LIMIT
 from .probe import UNSET
@@ -47,11 +47,8 @@ def check_pull_grid_stride(code: str, seed=None, quiet: bool = False,
     rng, spec = np.random.default_rng(seed), KERNELS["check_pull_grid_stride"]
 
     def check(device, probe, graph):
-        kernel, dc = compiled(device, code, spec), DeviceCase(graph, rng)
-        n, ins = dc.n, graph_inputs(device, dc, spec)
-
-        def args(arrays, out):
-            return tuple(arrays[name] for name in spec.inputs) + (out, np.int32(n))
+        kernel, dc, ins, args = graph_case(device, code, spec, graph, rng)
+        n = dc.n
 
         for grid, block in CONFIGS:
             threads = grid[0] * block[0]
@@ -91,11 +88,8 @@ def check_pull_warp(code: str, seed=None, quiet: bool = False, time_limit: float
     rng, spec = np.random.default_rng(seed), KERNELS["check_pull_warp"]
 
     def check(device, probe, graph):
-        kernel, dc = compiled(device, code, spec), DeviceCase(graph, rng)
-        n, ins = dc.n, graph_inputs(device, dc, spec)
-
-        def args(arrays, out):
-            return tuple(arrays[name] for name in spec.inputs) + (out, np.int32(n))
+        kernel, dc, ins, args = graph_case(device, code, spec, graph, rng)
+        n = dc.n
 
         need = blocks(32 * n)[0]
         for grid in ((need,), (need + 2,)):

@@ -11,7 +11,7 @@ import numpy as np
 from .device import (BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, PAST_THE_END, RACE, SHARED_UNSET, UNIT,
                      DeviceCase, Inputs, blocks, first_difference, gpu_graphs, output, padded, several,
                      shared_changed)
-from .gpu import (KERNELS, checker, compiled, graph_inputs, grids, launched, launches, own_context,
+from .gpu import (KERNELS, checker, compiled, graph_case, grids, launched, launches, own_context,
                   probe_launch)
 from .limits import GPU_TIME_LIMIT
 from .probe import SPAN
@@ -80,11 +80,8 @@ def check_push_atomic(code: str, seed=None, quiet: bool = False,
     rng, spec = np.random.default_rng(seed), KERNELS["check_push_atomic"]
 
     def check(device, probe, graph):
-        kernel, dc = compiled(device, code, spec), DeviceCase(graph, rng)
-        n, ins = dc.n, graph_inputs(device, dc, spec)
-
-        def args(arrays, out):
-            return tuple(arrays[name] for name in spec.inputs) + (out, np.int32(n))
+        kernel, dc, ins, args = graph_case(device, code, spec, graph, rng)
+        n = dc.n
 
         for grid, block in grids(n):
             with launched(grid, block):

@@ -16,13 +16,13 @@ import threading
 import time
 import traceback
 
+from ..gpu import queue_finished
 from .report import NOT_WRITTEN_YET, Wrong
 
 CPU_TIME_LIMIT = 60.0        # seconds per call of a student's function
 GPU_TIME_LIMIT = 20.0        # seconds to wait for one kernel launch to finish
 OUTPUT_LIMIT = 2_000         # characters of the student's printed output kept for the report
 _REPEAT = 0.5                # the timer fires again every half second after the limit
-_CUDA_NOT_READY = 600        # cudaErrorNotReady: the work is still running
 
 class TimeUp(BaseException):
     """Raised by the timer inside the student's code when the time limit has passed."""
@@ -177,19 +177,7 @@ def call(function, *args, time_limit: float | None = CPU_TIME_LIMIT, output: Out
 
 
 def wait(cp, time_limit: float = GPU_TIME_LIMIT) -> None:
-    """Wait for the GPU work queued so far, at most ``time_limit`` seconds. Polls an event instead of
-    blocking, so that the wait can end; a kernel error (an illegal address) is raised as CuPy raises it."""
-    event = cp.cuda.Event(disable_timing=True)
-    event.record()
-    deadline, pause = time.monotonic() + time_limit, 1e-4
-    while True:
-        status = cp.cuda.runtime.eventQuery(event.ptr)
-        if status == 0:
-            return
-        if status != _CUDA_NOT_READY:
-            event.synchronize()            # raises the CUDA error the status stands for
-            return
-        if time.monotonic() > deadline:
-            raise KernelHung(f"the kernel did not finish within {time_limit:g} s")
-        time.sleep(pause)
-        pause = min(2 * pause, 0.01)
+    """Wait for the GPU work queued so far, at most ``time_limit`` seconds (KernelHung past it); a kernel
+    error (an illegal address) is raised as CuPy raises it."""
+    if not queue_finished(cp, time_limit):
+        raise KernelHung(f"the kernel did not finish within {time_limit:g} s")

@@ -67,14 +67,8 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def parse(argv=None) -> argparse.Namespace:
-    """The options of ``bench`` (``argv`` without the word bench)."""
-    return parser().parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
-
-
-def bench(argv=None) -> int:
-    """One GPU against several on an R-MAT graph generated on the GPU; ``bench -h`` lists the options."""
-    args = parse(argv)
+def bench(args: argparse.Namespace) -> int:
+    """One GPU against several on an R-MAT graph generated on the GPU (``args``: bench's options)."""
     clock = time.perf_counter()
 
     def say(message):
@@ -142,7 +136,11 @@ def main(argv=None) -> int:
     if args.command == "check":
         print("\n".join(versions()))
         return 0
-    return bench(sys.argv[2:] if argv is None else list(argv)[1:])
+    try:
+        return bench(args)
+    except gpu.NoGPUError as error:                    # the reason and what to do, without a traceback
+        print(error, file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
