@@ -270,7 +270,6 @@ def web_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOG
         return np.where(local, chosen, far)
 
     hub = int(rng.choice(np.flatnonzero(site_start == np.arange(n))))            # a site's first page
-    cap = np.full(n, max_out_degree)
     keys = np.empty(0, dtype=np.int64)
     wanted = out_degree.copy()
     for attempt in range(40):                             # draw until each source has its degree, distinct

@@ -373,5 +373,4 @@ def measure_copy_bandwidth(nbytes: int = 512 * 2**20, repeat: int = 20) -> float
     source.fill(1.0)
     target = cp.empty_like(source)
     timing = time_back_to_back(lambda: cp.copyto(target, source), launches=5, trials=repeat)
-    del source, target
     return 2 * (nbytes // 4 * 4) / (timing.median_ms * 1e-3) / 1e9

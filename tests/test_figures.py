@@ -3,7 +3,6 @@ in the order the lecture's title names them."""
 import matplotlib
 
 matplotlib.use("Agg")
-import numpy as np
 import pytest
 
 from helpers import figures

@@ -10,7 +10,7 @@ from helpers import course, generators, kernels
 from helpers.driver import VARIANTS     # imports no CuPy
 from helpers.kernels.catalog import CATALOG
 from helpers.graph import from_edges
-from helpers.reference import pagerank, verify_fixed_point
+from helpers.reference import pagerank
 
 COMPILED = []   # read by conftest's terminal summary, so that the CI log names every kernel compiled
 INLINE = re.compile(r'r(?:\'\'\'|""")\n?(//.*?)(?:\'\'\'|""")', re.DOTALL)
@@ -192,7 +192,7 @@ def test_tol_zero_runs_exactly_max_iter_where_a_tiny_tol_stops_at_an_exact_float
 
 @pytest.mark.gpu
 def test_the_fused_iteration_does_not_collapse_when_hubs_are_adjacent():
-    from helpers import gpu, locality
+    from helpers import locality
     from helpers.driver import DeviceGraph, graph_iteration_ms, pagerank_gpu
     graph = generators.rmat_graph(200_000, 2_000_000, seed=3)
     dg = DeviceGraph(graph)
@@ -260,7 +260,6 @@ def test_a_captured_graph_replays_the_same_iterations():
 @pytest.mark.gpu
 def test_personalised_pagerank_on_the_gpu_matches_the_reference():
     from helpers.driver import DeviceGraph, pagerank_gpu
-    from helpers.reference import ConvergenceWarning
     graph = generators.rmat_graph(60_000, 400_000, seed=14)
     dg = DeviceGraph(graph)
     weights = np.zeros(graph.num_vertices)

@@ -1,7 +1,6 @@
 """The lectures as a reader meets them: committed outputs clean, launch patterns shown inline equal to the
 helpers' code, closing prompts and exercise links, the reports named consistently; and, on a GPU, that a
 wrong edit to an inline kernel makes the lecture's own verification fail (the kernel shown is the one run)."""
-import copy
 import inspect
 import json
 import re
@@ -11,7 +10,6 @@ import pytest
 
 from helpers import course, kernels
 from helpers.course import students as exercises
-from helpers import driver as pg
 
 LECTURES = course.lecture_notebooks()
 NOTEBOOKS = LECTURES + sorted((course.NOTEBOOKS / "exercises").glob("*.ipynb"))

@@ -2,13 +2,11 @@
 Dask cluster of CPU workers (what CI runs; every such test asks for the CPU back end, whatever the machine
 has) against the float64 reference; on GPUs (marked, skipped with the reason where there are none) against
 the single-GPU driver, and NCCL against Dask."""
-import importlib.machinery
 import re
 import subprocess
 import sys
 import tempfile
 import tomllib
-import types
 from pathlib import Path
 
 import numpy as np

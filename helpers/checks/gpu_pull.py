@@ -79,6 +79,23 @@ def check_pull_grid_stride(code: str, seed=None, quiet: bool = False,
                    [(g.name, g) for g in gpu_graphs(rng)], check)
 
 
+def lanes_launches(device, probe, dc, ins, kernel, args, threads: int, vertices=None, **sums) -> None:
+    """Several lanes per vertex (13, 14): launched with just enough blocks for ``threads`` and with two
+    more; the sums compared (``check_sums(..., lanes=True, **sums)``), and with the probe, shared memory
+    and the one lane that stores each vertex (of ``vertices``, or of all)."""
+    n = dc.n
+    need = blocks(threads)[0]
+    for grid in ((need,), (need + 2,)):
+        with launched(grid, (BLOCK,)):
+            out = launches(device, ins, kernel, grid, (BLOCK,), args, n + PAD)
+            check_sums(dc, out[0], out[1], vertices=vertices, lanes=True, **sums)
+            if probe is not None:
+                values, lowest, highest = probe_launch(device, probe, ins, grid, (BLOCK,), args, [n + PAD])[0]
+                shared_changed(values, out[0], "pulled")
+                stored = np.arange(n) if vertices is None else np.sort(vertices)
+                several(lowest, highest, stored, SEVERAL_LANES, "pulled")
+
+
 @own_context
 def check_pull_warp(code: str, seed=None, quiet: bool = False, time_limit: float = GPU_TIME_LIMIT) -> Report:
     """Exercise 13: pull_warp_rank(in_offsets, in_sources, out_degree, rank, pulled, n), one warp (32
@@ -89,20 +106,9 @@ def check_pull_warp(code: str, seed=None, quiet: bool = False, time_limit: float
 
     def check(device, probe, graph):
         kernel, dc, ins, args = graph_case(device, code, spec, graph, rng)
-        n = dc.n
-
-        need = blocks(32 * n)[0]
-        for grid in ((need,), (need + 2,)):
-            with launched(grid, (BLOCK,)):
-                out = launches(device, ins, kernel, grid, (BLOCK,), args, n + PAD)
-                check_sums(dc, out[0], out[1], lanes=True,
-                           hint="a wrong term: each in-neighbour u = in_sources[k] adds rank[u] / "
-                                "out_degree[u], each in-link read by one lane, and lane 0 stores the total")
-                if probe is not None:
-                    probes = probe_launch(device, probe, ins, grid, (BLOCK,), args, [n + PAD])
-                    values, lowest, highest = probes[0]
-                    shared_changed(values, out[0], "pulled")
-                    several(lowest, highest, np.arange(n), SEVERAL_LANES, "pulled")
+        lanes_launches(device, probe, dc, ins, kernel, args, 32 * dc.n,
+                       hint="a wrong term: each in-neighbour u = in_sources[k] adds rank[u] / "
+                            "out_degree[u], each in-link read by one lane, and lane 0 stores the total")
         return None
 
     return checker("check_pull_warp", code, seed, quiet, time_limit, [(g.name, g) for g in gpu_graphs(rng)],
@@ -134,21 +140,13 @@ def check_pull_list(code: str, seed=None, quiet: bool = False, time_limit: float
             return (arrays["vertices"], np.int32(vertices.size), arrays["in_offsets"], arrays["in_sources"],
                     arrays["contrib"], out, np.int32(width))
 
-        need = blocks(width * vertices.size)[0]
-        for grid in ((need,), (need + 2,)):
-            with launched(grid, (BLOCK,)):
-                out = launches(device, ins, kernel, grid, (BLOCK,), args, n + PAD)
-                check_sums(dc, out[0], out[1], vertices=vertices, lanes=True, canary=LIST_OVERRUN,
-                           hint="each group must add only its own lanes' partial sums: shuffle with "
-                                "offsets from width / 2 down to 1 and pass width, so that no group reads a "
-                                "neighbouring group's lanes",
-                           unwritten_hint="; here the first lane of every group (lane = threadIdx.x % "
-                                          "width is 0) stores pulled[vertices[i]]")
-                if probe is not None:
-                    probes = probe_launch(device, probe, ins, grid, (BLOCK,), args, [n + PAD])
-                    values, lowest, highest = probes[0]
-                    shared_changed(values, out[0], "pulled")
-                    several(lowest, highest, np.sort(vertices), SEVERAL_LANES, "pulled")
+        lanes_launches(device, probe, dc, ins, kernel, args, width * vertices.size, vertices=vertices,
+                       canary=LIST_OVERRUN,
+                       hint="each group must add only its own lanes' partial sums: shuffle with "
+                            "offsets from width / 2 down to 1 and pass width, so that no group reads a "
+                            "neighbouring group's lanes",
+                       unwritten_hint="; here the first lane of every group (lane = threadIdx.x % "
+                                      "width is 0) stores pulled[vertices[i]]")
         return None
 
     cases = [(f"{g.name}, width {w}", (g, w)) for g in graphs for w in (2, 4, 8, 16, 32)]

@@ -6,8 +6,6 @@ Maintenance tooling: no lecture imports it.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 from pathlib import Path
 
