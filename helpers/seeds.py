@@ -82,6 +82,56 @@ def six_versions_reading(claims) -> list[str]:
             f"{last['their ms per iteration']:,.0f} ms"]
 
 
+def six_versions_variant():
+    """The report's kernel as a driver Variant: one thread per vertex, as the report launches it, on the
+    source in force (``kernels.define``)."""
+    from . import driver, kernels
+
+    def launch(dg, x, y):
+        args = (dg.in_offsets, dg.in_sources, x, y, np.int32(dg.num_vertices))
+        kernels.compiled("pull_hybrid_six_versions")(driver.blocks_for(dg.num_vertices), (driver.BLOCK,),
+                                                     args)
+    return driver.Variant("pull_hybrid_six_versions", "contributions", launch, ("pull_hybrid_six_versions",))
+
+
+def in_own_process(function, *args):
+    """``function(*args)`` in a process with its own CUDA context (``gpu.in_own_context``), or a sentence
+    saying how it crashed: the report's full-mask shuffle inside a branch is undefined, and a GPU that traps
+    on it then loses that process's context only, not the notebook's."""
+    from .gpu import in_own_context
+
+    try:
+        return in_own_context(function, *args, time_limit=600)
+    except Exception as error:                   # a CUDA error from the kernel, or the process died
+        return f"the kernel crashed its own process's GPU context: {type(error).__name__}: {error}"
+
+
+def six_versions_pulled(source: str, graph, x: np.ndarray) -> np.ndarray:
+    """One launch of the report's kernel, defined from ``source``, on ``graph`` with ``x``, its output
+    poisoned with NaN: what it wrote (run it through ``in_own_process``)."""
+    from . import driver, kernels
+    from .gpu import require_gpu
+
+    cp = require_gpu()
+    kernels.define(source)
+    y = cp.full(graph.num_vertices, cp.nan, dtype=cp.float32)
+    six_versions_variant()(driver.DeviceGraph(graph), cp.asarray(x), y)
+    return y.get()
+
+
+def six_versions_verified(source: str) -> str | None:
+    """``driver.verify`` on the report's kernel, defined from ``source``: None where it passes, else why
+    it was rejected (run it through ``in_own_process``)."""
+    from . import driver, kernels
+
+    kernels.define(source)
+    try:
+        driver.verify(six_versions_variant(), quiet=True)
+    except driver.VerificationError as error:
+        return str(error)
+    return None
+
+
 def six_versions_at_their_sizes(six_versions, sizes=(1_000, 10_000, 50_000), *, seed: int = 42,
                                 trials: int = 15):
     """The report's kernel (a driver Variant) on this GPU, on random graphs of its sizes and average degree:
