@@ -74,8 +74,12 @@ LAUNCH = textwrap.dedent('''
         m = 300
         new, old = cp.arange(m + g.PAD, dtype=cp.float32), cp.zeros(m + g.PAD, dtype=cp.float32)
         kernel(g.blocks(m), (256,), (new, old, cp.zeros(2, dtype=cp.float32), np.int32(m)))
-    cp.cuda.Device().synchronize()
-    print("launched")
+    try:
+        cp.cuda.Device().synchronize()
+    except cp.cuda.runtime.CUDARuntimeError as error:     # memcheck stops a kernel at its first bad access
+        print("launched; the kernel was stopped:", error)
+    else:
+        print("launched")
 ''')
 
 

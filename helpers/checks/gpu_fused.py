@@ -210,6 +210,15 @@ def close_totals(graph, got: np.ndarray, new_rank: np.ndarray, old: np.ndarray) 
 
 # --- the checker --------------------------------------------------------------------------------------
 
+def float32_allowance(graph, ranks: np.ndarray, d: float = REF.DAMPING) -> float:
+    """The L1 distance a correct float32 run may end at: the stop test's 1e-5, plus float32's rounding of
+    each vertex's in-link additions, one after another (at most in-degree - 1 roundings of 2**-24 of its
+    rank), carried through every later iteration (d / (1 - d) in all). A hub of 12,000 in-links rounds
+    12,000 times: its sum drifts further than a small vertex's."""
+    rounding = float(np.sum(ranks * np.maximum(graph.in_degree - 1, 0))) * 2.0 ** -24
+    return 1e-5 + d / (1 - d) * rounding
+
+
 def _whole_pagerank(device, kernel, ins: Inputs, graph, args) -> str:
     """A whole PageRank with the kernel, its totals fed back (the dangling mass) and tested (the L1 change);
     Wrong when it ends far from the reference."""
@@ -229,12 +238,13 @@ def _whole_pagerank(device, kernel, ins: Inputs, graph, args) -> str:
         mass, change = float(back[0]), float(back[1])
         if not change >= 1e-6:
             break
-    ranks = device.get(rank)[:n].astype(np.float64)
-    distance = REF.l1_distance(ranks, REF.pagerank(graph, tol=1e-10).ranks)
-    if not distance <= 1e-5:
+    ranks, reference = device.get(rank)[:n].astype(np.float64), REF.pagerank(graph, tol=1e-10).ranks
+    distance, allowed = REF.l1_distance(ranks, reference), float32_allowance(graph, reference)
+    if not distance <= allowed:
         raise Wrong(f"a whole PageRank with your kernel (its totals[0] as the next dangling mass, its "
                     f"totals[1] as the stop test) ends {distance:.3g} (L1) from the reference, sum "
-                    f"{ranks.sum():.7f}, after {iterations} launches", "the update or the totals are wrong")
+                    f"{ranks.sum():.7f}, after {iterations} launches; float32 additions explain at most "
+                    f"{allowed:.2g} on this graph", "the update or the totals are wrong")
     return (f"a whole PageRank with your kernel and its totals: {iterations} launches to L1 < 1e-6, "
             f"{distance:.1e} from the reference")
 

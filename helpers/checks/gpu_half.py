@@ -32,6 +32,9 @@ INTEGER_READ = ("the 16-bit pattern was converted as an integer: (float)h turns 
                 "0x3F80) into 16,256; reinterpret the bits instead, __uint_as_float((unsigned int)h << 16)")
 NOT_SHIFTED = ("the bits were not shifted: __uint_as_float(h) puts the 16 bits at the bottom of a float32, "
                "a tiny subnormal number; a bfloat16 is the top half of a float32: shift by 16 first")
+ALL_ZERO = ("every sum is 0: either nothing was added, or the bits were not shifted: without the shift, "
+            "__uint_as_float(h) is a subnormal number (below 1.2e-38), which GPU arithmetic may flush to "
+            "zero; a bfloat16 is the top half of a float32: shift by 16 first")
 SUM_IN_16 = ("the sum was kept in 16 bits (rounded to bfloat16 after every addition): a vertex loses more "
              "the more in-links it has; store in 16 bits, but add in float32")
 BEYOND_FORMAT = ("the sums are further from float64 than bfloat16 storage explains: each contribution "
@@ -80,6 +83,8 @@ def misread(graph, half: np.ndarray, got: np.ndarray) -> str | None:
         want = graph.in_matrix @ values
         if np.all(np.abs(got - want) <= 2 * ADD * graph.in_degree * np.abs(want) + 1e-300):
             return cause
+    if not got.any() and graph.num_edges:           # a GPU that flushes subnormals turns NOT_SHIFTED into 0
+        return ALL_ZERO
     if np.array_equal(got, summed_in_16_bits(graph, widened(half[:n]))):
         return SUM_IN_16
     return None
