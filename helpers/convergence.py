@@ -487,7 +487,8 @@ def sweep_summary(sweep, timings: dict, floor=None) -> list[str]:
 def t4_model(graphs: dict):
     """What a Tesla T4 would see, a model from its datasheet, never a measurement: per graph (label ->
     (vertices, edges, sector requests per edge)) the vector against its 4 MB L2, the byte model, the
-    gather from all-L2 to all-DRAM at 320 GB/s, and the iteration and segments the driver's rule picks."""
+    gather from all-L2 to all-DRAM at 320 GB/s, the blocked iteration's bytes (at most), and what
+    ``driver.choose`` does there (fused where the vector fits in half of L2; else it times both)."""
     import pandas as pd
 
     segment = floors.T4_L2_BYTES // 2 // 4
@@ -498,7 +499,9 @@ def t4_model(graphs: dict):
                      "byte model ms": model["byte model ms"],
                      "gather, all from L2 ms": model["gather from L2 ms (model, best case)"],
                      "gather, all from DRAM ms": model["gather from DRAM ms (model)"],
-                     "T4 would run": "fused" if 4 * n <= floors.T4_L2_BYTES // 2 else "blocked",
+                     "blocked ms (at most)": model["blocked ms (model, at most)"],
+                     "pg.choose on a T4": "fused" if 4 * n <= floors.T4_L2_BYTES // 2
+                     else "times blocked against fused",
                      "segments of 2 MiB": -(-n // segment)})
     table = pd.DataFrame(rows)
     table.attrs.update(gpu=floors.T4_NAME, note="a model at 320 GB/s, not a measurement")

@@ -129,7 +129,18 @@ def t4_expectation(num_vertices: int, num_edges: int, sectors: float) -> dict:
             "vector beyond L2": 4 * num_vertices > T4_L2_BYTES,
             "byte model ms": bytes_per_iteration(num_vertices, num_edges) / dram * 1e3,
             "gather from L2 ms (model, best case)": stream_ms,
-            "gather from DRAM ms (model)": stream_ms + sectors * num_edges * SECTOR_BYTES / dram * 1e3}
+            "gather from DRAM ms (model)": stream_ms + sectors * num_edges * SECTOR_BYTES / dram * 1e3,
+            "blocked ms (model, at most)": t4_blocked_bytes(num_vertices, num_edges) / dram * 1e3}
+
+
+def t4_blocked_bytes(num_vertices: int, num_edges: int) -> int:
+    """DRAM bytes of one blocked iteration on a T4, at most: segments of 2 MiB of values (half its L2) keep
+    every gather in L2, so DRAM sees the in-link sources (4E), each segment's rows, offsets and partial sums
+    read and written (16 bytes per row a segment touches; at most min(E, segments x N) rows) and the vertex
+    pass (20N)."""
+    n, e = int(num_vertices), int(num_edges)
+    segments = -(-n // (T4_L2_BYTES // 2 // 4))
+    return 4 * e + 16 * min(e, segments * n) + 20 * n
 
 
 def compute_roof(rounds: int = 4096, trials: int = 7) -> Timing:

@@ -169,12 +169,15 @@ def test_sizes_beyond_l2_shrink_to_fit_the_free_memory():
     assert convergence.copies_beyond_l2(50 * 2**20, 875_713) == 38
 
 
-def test_t4_model_applies_the_drivers_rule_to_a_t4():
+def test_t4_model_applies_the_drivers_choice_and_models_the_blocked_iteration_on_a_t4():
     table = convergence.t4_model({"web": (875_713, 5_105_039, 0.77), "small": (100_000, 500_000, 1.0)})
     web, small = table.iloc[0], table.iloc[1]
     assert web["vector / a T4's L2"] == pytest.approx(4 * 875_713 / floors.T4_L2_BYTES)
-    assert web["T4 would run"] == "blocked" and web["segments of 2 MiB"] == 2
-    assert small["T4 would run"] == "fused"
+    assert web["pg.choose on a T4"] == "times blocked against fused" and web["segments of 2 MiB"] == 2
+    assert small["pg.choose on a T4"] == "fused"
+    # 2 segments of 2 MiB: the in-links, 16 bytes for each of at most 2N rows, the vertex pass; 320 GB/s
+    want = (4 * 5_105_039 + 16 * 2 * 875_713 + 20 * 875_713) / 320e9 * 1e3
+    assert web["blocked ms (at most)"] == pytest.approx(want)
     assert web["gather, all from L2 ms"] < web["gather, all from DRAM ms"]
     assert "not a measurement" in table.attrs["note"]
 

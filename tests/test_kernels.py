@@ -551,3 +551,21 @@ OWN_CHECKS = {"timeline": _the_timeline_records_every_block_and_computes_the_pul
               "top_k_merge": _top_k_three_ways_with_ties, "top_k_merge_branchy": _top_k_three_ways_with_ties,
               "pull_dynamic": _dynamic_parallelism_counts_the_child_launches_it_could_not_make}
 
+
+
+@pytest.mark.gpu
+def test_beyond_half_the_l2_the_choice_is_timed_and_never_the_slower_iteration():
+    from helpers.driver import DeviceGraph, choose, whole_iterations_timed
+    from helpers.gpu import device_facts
+    from helpers.verdicts import compare
+
+    n = device_facts().l2_bytes // 4 + 1                 # the rank vector is twice half the L2, plus one
+    dg = DeviceGraph(generators.rmat_device(n, 4 * n, seed=5), variant="blocked")
+    assert choose(dg, measure=False)[0] == "blocked"     # the size rule alone
+    name, why = choose(dg)
+    assert name in ("blocked", "fused") and "ms per iteration" in why and "does not fit" in why
+    other = "fused" if name == "blocked" else "blocked"
+    timings = whole_iterations_timed(dg, (name, other))
+    assert compare(timings[name], timings[other]).word != "slower", why
+    small = DeviceGraph(generators.rmat_device(1000, 5000, seed=5))
+    assert choose(small) == ("fused", choose(small, measure=False)[1])   # fits: no timing, the same answer

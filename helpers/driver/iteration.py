@@ -14,8 +14,9 @@ from functools import lru_cache
 import numpy as np
 
 from .. import kernels
-from ..gpu import device_facts, ensure_fits, require_gpu, time_back_to_back
+from ..gpu import device_facts, ensure_fits, require_gpu, time_back_to_back, time_paired
 from ..reference import DAMPING, ConvergenceWarning, check_damping, check_tol, teleport_vector
+from ..verdicts import compare as verdict_on
 from .device import BLOCK, HISTORY, UNFUSED_VERTEX, DeviceGraph, as_device_graph, blocks_for
 from .variants import Variant, i32, register, segment_size, variant
 
@@ -339,15 +340,37 @@ def graph_iteration_ms(dg: DeviceGraph, name: str = "fused", iterations: int = 2
     return timing.scaled(1 / iterations)
 
 
-def choose(dg) -> tuple[str, str]:
-    """The iteration the course picks by regime, and why: where the contribution vector fits in half of L2,
-    the fused kernel (one launch); beyond, the blocked iteration (segments that do fit). A rule by size alone:
-    lectures 22 and 32 measure where it is not the fastest (graphs with locality, degree-sorted orders)."""
+def choose(dg, *, measure: bool = True) -> tuple[str, str]:
+    """The iteration ``pagerank_gpu`` runs when none is named, and why. Where the rank vector fits in half of
+    this GPU's L2: fused (one launch per iteration). Beyond, size alone does not decide (a graph with
+    locality, or in degree order, gathers well without segments): both whole iterations are timed on this
+    graph, interleaved, and blocked runs only where ``helpers.verdicts`` calls it faster. ``measure=False``
+    gives the size rule alone (all a model of another GPU can say)."""
     l2, vector = device_facts().l2_bytes, 4 * int(dg.num_vertices)
     where = f"the {vector / 2**20:.1f} MiB rank vector against this GPU's {l2 / 2**20:.0f} MiB L2"
     if vector <= l2 // 2:
         return "fused", f"{where}: it fits, so one fused launch per iteration"
-    return "blocked", f"{where}: it does not fit, so source segments of {l2 // 2 / 2**20:.0f} MiB that do"
+    if not measure:
+        return "blocked", f"{where}: it does not fit, so source segments of {l2 // 2 / 2**20:.0f} MiB that do"
+    timings = whole_iterations_timed(as_device_graph(dg, "blocked"), ("blocked", "fused"))
+    verdict = verdict_on(timings["blocked"], timings["fused"])
+    ms = ", ".join(f"{name} {timings[name].median_ms:.3g} ms" for name in ("blocked", "fused"))
+    if verdict.word == "faster":
+        return "blocked", (f"{where}: it does not fit, and on this graph {verdict.sentence('blocked', 'fused')}"
+                           f" ({ms} per iteration)")
+    return "fused", (f"{where}: it does not fit, but on this graph segments do not pay: "
+                     f"{verdict.sentence('blocked', 'fused')} ({ms} per iteration)")
+
+
+def whole_iterations_timed(dg: DeviceGraph, names, iterations: int = 4, trials: int = 7) -> dict:
+    """name -> Timing (ms per iteration) of whole-iteration variants on ``dg``, each replayed ``iterations``
+    at a time as a CUDA graph on its own stream, the trials interleaved (``gpu.time_paired``)."""
+    cp = require_gpu()
+    streams = {name: cp.cuda.Stream(non_blocking=True) for name in names}
+    graphs = {name: capture(make_iteration(dg, name), iterations, streams[name]) for name in names}
+    timings = time_paired({name: graphs[name].launch for name in names}, launches=1, trials=trials,
+                          warmup=1, streams=streams)
+    return {name: timing.scaled(1 / iterations) for name, timing in timings.items()}
 
 
 @dataclass(frozen=True)
