@@ -182,6 +182,9 @@ def control_says(effect: verdicts.Verdict, control: verdicts.Verdict, what: str,
     if abs(math.log(control.ratio)) < 0.5 * abs(math.log(effect.ratio)):
         return (f"{what} shrinks from about {times_text(effect)}x to about {times_text(control)}x "
                 f"without {cause}: {cause} explains most of it")
+    if abs(math.log(control.ratio)) < abs(math.log(effect.ratio)) - math.log(1 + verdicts.MARGIN):
+        return (f"{what} shrinks from about {times_text(effect)}x to about {times_text(control)}x "
+                f"without {cause}: {cause} explains part of it, not most")
     return (f"{what} stays at about {times_text(control)}x without {cause}: the control does not "
             f"support {cause} as its cause")
 
