@@ -216,6 +216,88 @@ def test_a_vertex_split_over_many_blocks_is_summed_exactly_once():
         assert step_error(dg, "blocked", chunk=1024, vertices_per_segment=7_001) < 1e-4
 
 
+def reference_segments(graph, key):
+    """The source segments as the driver once built them: each segment's in-links in in-CSR order, its
+    distinct targets (rows) and where each row starts; empty segments left out."""
+    targets = np.repeat(np.arange(graph.num_vertices), np.diff(graph.in_offsets))
+    parts = []
+    for s in range(-(-graph.num_vertices // key)):
+        inside = graph.in_sources // key == s
+        t, src = targets[inside], graph.in_sources[inside]
+        if t.size:
+            rows = np.unique(t)
+            parts.append((rows, np.append(np.searchsorted(t, rows), t.size), src))
+    return parts
+
+
+def segment_graphs():
+    sparse = from_edges(np.array([7, 7, 3, 9, 8]), np.array([0, 4, 4, 4, 1]), 10, name="empty segments")
+    return [generators.adversarial_graph(3_001, seed=7, hub_in_links=1_200), sparse,
+            generators.rmat_graph(5_000, 40_000, seed=3), generators.single_vertex()]
+
+
+@pytest.mark.parametrize("key", [1, 3, 256, 4_096, 1 << 20])
+def test_source_segments_are_the_in_links_by_source_in_in_csr_order(key):
+    from helpers.driver.device import segment_bytes, source_segments
+    for graph in segment_graphs():
+        got = source_segments(np, graph.in_offsets, graph.in_sources.astype(np.int32), graph.num_vertices,
+                              key)
+        want = reference_segments(graph, key)
+        assert len(got) == len(want), graph.name
+        for (rows, offsets, sources), expected in zip(got, want):
+            assert all(a.dtype == np.int32 and a.flags.c_contiguous for a in (rows, offsets, sources))
+            for a, b in zip((rows, offsets, sources), expected):
+                np.testing.assert_array_equal(a, b)
+        kept = sum(a.nbytes for part in got for a in part)
+        assert kept <= segment_bytes(graph.num_vertices, graph.num_edges, key)[0], graph.name
+
+
+def test_the_segments_row_bound_is_reached_when_every_source_is_its_own_segment():
+    from helpers.driver.device import source_segments
+    graph = generators.rmat_graph(2_000, 12_000, seed=5)     # distinct edges: one row per in-link
+    parts = source_segments(np, graph.in_offsets, graph.in_sources, graph.num_vertices, 1)
+    assert sum(rows.size for rows, _, _ in parts) == graph.num_edges
+
+
+def test_source_segments_refuse_an_empty_segment_size():
+    from helpers.driver.device import source_segments
+    graph = generators.single_vertex()
+    with pytest.raises(ValueError, match="at least 1, got 0"):
+        source_segments(np, graph.in_offsets, graph.in_sources, 1, 0)
+
+
+def test_the_out_csr_sorted_from_the_in_csr_is_the_graphs_own():
+    from helpers.driver import device
+    for graph in segment_graphs():
+        offsets, targets = device.out_csr_arrays(np, graph.in_offsets, graph.in_sources, graph.out_degree,
+                                                 graph.num_vertices)
+        assert offsets.dtype == targets.dtype == np.int32
+        np.testing.assert_array_equal(offsets, graph.out_offsets)
+        np.testing.assert_array_equal(targets, graph.out_targets)
+    graph = generators.rmat_graph(5_000, 40_000, seed=3)
+    edges = np.arange(10, 39_990)
+    np.testing.assert_array_equal(device.edge_targets(np, graph.in_offsets, 10, 39_990),
+                                  np.searchsorted(graph.in_offsets, edges, side="right") - 1)
+
+
+def test_device_bytes_counts_every_array_a_variant_keeps_and_its_largest_temporary():
+    from helpers.driver import device, device_bytes
+    from helpers.floors import T4_L2_BYTES
+    n, e = 400_000, 3_600_000
+    graph = 4 * (n + 1) + 4 * e + 4 * n
+    assert device_bytes(n, e, "fused") >= graph + 20 * n + 4 * e // 33        # vectors and medium rows
+    # blocked: the segments' sources, rows and offsets, then the largest build temporary (mask, prefix sum)
+    kept, peak = device.segment_bytes(n, e, device.segment_size(l2_bytes=T4_L2_BYTES))
+    assert kept >= 4 * e + 8 * n and peak - kept >= 5 * e + 8 * n
+    assert device_bytes(n, e, "blocked") >= graph + peak
+    assert device_bytes(n, e, "pull_binned") >= graph + 28 * n + 8 * n         # in-degrees and three lists
+    assert device_bytes(n, e, "push_atomic") >= graph + 24 * n + 16 * e        # the out-CSR's sort
+    assert device_bytes(n, e, "coo_cumsum") >= graph + 28 * n + 16 * e         # a float64 prefix sum
+    for name in VARIANTS:                              # every variant: at least the graph and its vectors
+        assert device_bytes(n, e, name) >= graph + 16 * n, name
+    assert device_bytes(n, e, "fused", offset_bytes=8) - device_bytes(n, e, "fused") == 4 * (n + 1)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("segment", [257, 4_096, 1 << 20])
 def test_the_blocked_iteration_is_right_with_one_segment_or_many(segment):
@@ -231,6 +313,31 @@ def test_the_blocked_iteration_is_right_with_one_segment_or_many(segment):
         step.run()
     reason, count = step.stopped_state()
     assert reason == 1 and np.abs(step.ranks_after(count).get() - reference.ranks).sum() < 2e-5
+
+
+@pytest.mark.gpu
+def test_the_segments_and_out_csr_built_on_the_gpu_are_the_reference_ones():
+    import cupy as cp
+    from types import SimpleNamespace
+    from helpers.driver import DeviceGraph
+    for graph in segment_graphs():
+        on_gpu = SimpleNamespace(num_vertices=graph.num_vertices, name=graph.name, in_offsets=cp.asarray(
+            graph.in_offsets, dtype=cp.int32), in_sources=cp.asarray(graph.in_sources, dtype=cp.int32),
+            out_degree=cp.asarray(graph.out_degree, dtype=cp.int32))
+        dg = DeviceGraph(on_gpu)
+        for key in (1, 257, 1 << 20):
+            want = reference_segments(graph, key)
+            got = dg.segments(key)
+            assert len(got) == len(want)
+            for part, expected in zip(got, want):
+                for a, b in zip(part, expected):
+                    assert a.dtype == cp.int32
+                    np.testing.assert_array_equal(a.get(), b)
+        offsets, targets = dg.out_csr                      # sorted on the GPU: no host graph
+        np.testing.assert_array_equal(offsets.get(), graph.out_offsets)
+        np.testing.assert_array_equal(targets.get(), graph.out_targets)
+        np.testing.assert_array_equal(dg.in_targets.get(), np.repeat(np.arange(graph.num_vertices),
+                                                                     np.diff(graph.in_offsets)))
 
 
 @pytest.mark.gpu

@@ -6,25 +6,18 @@ from functools import cached_property
 
 import numpy as np
 
-from ..gpu import INT32_MAX, ensure_fits, require_gpu
+from ..floors import T4_L2_BYTES
+from ..gpu import INT32_MAX, device_facts, ensure_fits, has_gpu, require_gpu
 from ..graph import Graph, GraphTooLargeError
 
 BLOCK = 256                         # threads per block for every launcher
 HISTORY = 4096                      # L1 changes kept on the GPU (a ring)
 PAD = 64                            # zero entries kept after the last in-link
-
-# Bytes per vertex and per edge a variant allocates beyond the in-CSR and out-degrees: unfused iterations keep
-# rank, new rank, contributions, pulled, a scratch vector and the dangling mask (6N floats).
-UNFUSED_VERTEX = 6 * 4
-_LAYOUT = {                          # a variant's own layout, (bytes per vertex, bytes per edge)
-    "scan_naive": (4, 4), "push_atomic": (4, 4),           # the out-CSR
-    "pull_interleaved": (0, 8),                            # (source, out-degree) pairs
-    "coo_atomic": (0, 4),                                  # the target of every in-link
-    "cusparse": (4, 4),                                    # float32 ones, and the SpMV buffer (at most N)
-    "pull_binned": (4, 0),                                 # the three vertex lists
-    "pull_segmented": (12, 4),                             # per-segment rows, offsets and sources
-    "pull_f16": (2, 0), "pull_bf16": (2, 0),               # the 16-bit contributions
-}
+EDGE_CHUNK = 1 << 22                # in-links per step where a whole-graph int64 temporary would be needed
+# An unfused iteration's float32 vectors: teleport, rank, new rank, contributions, pulled, a scratch vector
+# (its own six) and the graph's dangling vector, which its first run builds.
+UNFUSED_VERTEX = 7 * 4
+SMALL = 4 * HISTORY + (1 << 20)     # the stop test's ring, 0-d sums, CUB's scratch, 512-byte rounding
 
 
 def blocks_for(threads: int) -> tuple[int]:
@@ -32,19 +25,142 @@ def blocks_for(threads: int) -> tuple[int]:
     return (max(1, (int(threads) + BLOCK - 1) // BLOCK),)
 
 
-def device_bytes(num_vertices: int, num_edges: int, variant: str = "fused", *, offset_bytes: int = 4) -> int:
-    """GPU memory, in bytes, that a DeviceGraph and one iteration of ``variant`` allocate: the in-CSR and
-    out-degrees (int32, or ``offset_bytes=8``), the variant's own layout and the iteration's vectors."""
+def segment_size(dg=None, *, l2_bytes: int | None = None) -> int:
+    """Sources per segment (blocked, pull_segmented): a segment's contributions take half of this GPU's L2
+    (or of ``l2_bytes``)."""
+    l2 = device_facts().l2_bytes if l2_bytes is None else int(l2_bytes)
+    return max(BLOCK, l2 // 2 // 4)
+
+
+def segment_bytes(num_vertices: int, num_edges: int, vertices_per_segment: int) -> tuple[int, int]:
+    """(kept, peak while built) in bytes of ``DeviceGraph.segments``: every in-link's source once, and each
+    segment's rows and offsets, an upper bound (min(E, segments x N) rows in all); built one segment at a
+    time, with a mask, a prefix sum over all in-links and per-row counts (5 B per in-link, 8 per vertex)."""
     n, e = int(num_vertices), int(num_edges)
+    count = -(-n // max(1, int(vertices_per_segment)))
+    rows = min(e, count * n)
+    kept = 4 * e + 8 * rows + 4 * count + 3 * 512 * count
+    building = max(5 * e + 8 * n, 16 * n) + e // 128 + 4096     # the scans' block sums and CUB's scratch
+    return kept, kept + building
+
+
+def _plan_bytes(rows: int, links: int, plans: int, largest: int) -> tuple[int, int]:
+    """(kept, peak while built) of ``plans`` WorkPlans (iteration.py, its defaults) over ``rows`` rows with
+    ``links`` in-links in all, the largest plan over ``largest`` rows; upper bounds: medium rows have over 32
+    in-links, heavy ones over 1,024, split every 16,384; every array takes at least 512 bytes."""
+    medium = min(rows, links // 33)
+    groups = links // 16384 + plans
+    tasks = links // 1025 + groups
+    kept = 4 * medium + 20 * tasks + 12 * groups + 5 * 512 * plans
+    return kept, kept + 7 * largest + 12 * min(largest, medium)   # in-degrees, 3 masks, int64 indices
+
+
+def _layout_bytes(name: str, n: int, e: int, segment: int, host_out_csr: bool) -> tuple[int, int, int]:
+    """(kept, peak while built, extra in each iteration) of what an unfused variant builds on first use."""
+    chunk = min(e, EDGE_CHUNK)
+    if name in ("scan_naive", "push_atomic"):                 # the out-CSR, sorted on the GPU unless given
+        kept = 4 * (n + 1) + 4 * e
+        return kept, kept if host_out_csr else max(16 * e, 12 * e + 4 * n, 8 * e + 12 * chunk), 0
+    if name == "pull_interleaved":                            # (source, out-degree) pairs, from a gather
+        return 8 * e, 12 * e, 0
+    if name == "coo_atomic":                                  # in_targets, EDGE_CHUNK at a time
+        return 4 * e, 4 * e + 12 * chunk, 0
+    if name == "coo_cumsum":                                  # a float64 prefix sum over all in-links
+        return 0, 0, max(16 * e, 8 * e + 24 * n)
+    if name == "cusparse":                                    # float32 ones; cuSPARSE's result vector
+        return 4 * e, 4 * e, 5 * n
+    if name == "pull_binned":                                 # in_degree and the three vertex lists
+        return 8 * n, 17 * n, 0
+    if name == "pull_segmented":
+        kept, peak = segment_bytes(n, e, segment)
+        return kept, peak, 0
+    if name in ("pull_f16", "pull_bf16"):                     # the 16-bit contributions
+        return 2 * n + 512, 2 * n + 512, 0
+    return 0, 0, 0
+
+
+def _peak_bytes(n: int, e: int, name: str, offset_bytes: int, host_out_csr: bool) -> int:
+    """``device_bytes``, phase by phase: the graph, then the largest of what is alive while the layout is
+    built, while the iteration's vectors are made and while it runs (each in the order the code does it)."""
+    graph = offset_bytes * (n + 1) + 4 * (e + PAD) + 4 * n
+    checks = 5 * n                                   # the offsets' differences and their mask
+    segment = segment_size() if has_gpu() else segment_size(l2_bytes=T4_L2_BYTES)
+    if name == "fused":        # two rank and two contribution vectors, the dangling vector and its mask
+        plan_kept, plan_peak = _plan_bytes(n, e, 1, n)
+        return graph + max(checks, plan_peak, plan_kept + 21 * n) + SMALL
+    if name == "blocked":      # two x vectors, acc, dangling; the ranks read back (17N) at the end
+        count = -(-n // segment)
+        seg_kept, seg_peak = segment_bytes(n, e, segment)
+        plan_kept, plan_peak = _plan_bytes(min(e, count * n), e, count, min(n, e))
+        return graph + max(checks, seg_peak, seg_kept + plan_peak, seg_kept + plan_kept + 33 * n) + SMALL
+    kept, built, per_iteration = _layout_bytes(name, n, e, segment, host_out_csr)
+    own = UNFUSED_VERTEX * n - 4 * n                 # the iteration's six vectors, before its first run
+    return graph + max(checks, own + built, own + 4 * n + kept + max(n, per_iteration)) + SMALL
+
+
+def device_bytes(num_vertices: int, num_edges: int, variant: str = "fused", *,
+                 offset_bytes: int = 4) -> int:
+    """GPU memory, in bytes, at the peak of building a DeviceGraph for ``variant`` and running it with
+    ``pagerank_gpu``: the in-CSR and out-degrees (int32, or ``offset_bytes=8``), the variant's own layout
+    with its build's temporaries, and the iteration's vectors. An upper bound where the graph decides
+    (rows per segment, medium rows); blocked and pull_segmented count this GPU's segments (with no GPU, a
+    T4's: the most). push_atomic and scan_naive count an out-CSR sorted on the GPU (a helpers.graph.Graph
+    brings its own)."""
     name = getattr(variant, "name", variant)
-    base = offset_bytes * (n + 1) + 4 * e + 4 * n
-    if name == "fused":
-        blocks = 2 * (n // BLOCK + 2) + e // 1024
-        return base + 5 * 4 * n + 8 * blocks + 16 * (e // 1024 + 1) + 4 * HISTORY
-    if name == "blocked":
-        return base + 4 * e + 12 * n + 8 * (e // 1024 + n // BLOCK + 2) + 4 * HISTORY + (1 << 20)
-    per_vertex, per_edge = _LAYOUT.get(name, (0, 0))
-    return base + UNFUSED_VERTEX * n + per_vertex * n + per_edge * e + 4 * HISTORY + (1 << 20)
+    return _peak_bytes(int(num_vertices), int(num_edges), name, int(offset_bytes), host_out_csr=False)
+
+
+def source_segments(xp, in_offsets, in_sources, num_vertices: int, vertices_per_segment: int) -> list:
+    """The in-links split by source into segments of ``vertices_per_segment`` sources, with NumPy or CuPy
+    (``xp``): for each segment with in-links, int32 (rows, offsets, sources), its rows ascending, its own
+    in-CSR over them, the sources in in-CSR order. One segment at a time, counted with one prefix sum over
+    the in-links, so that the memory it needs is known in advance (``segment_bytes``)."""
+    n, key, e = int(num_vertices), int(vertices_per_segment), int(in_sources.size)
+    if key < 1:
+        raise ValueError(f"vertices_per_segment must be at least 1, got {key}")
+    starts, ends = in_offsets[:-1], in_offsets[1:]
+    parts = []
+    for lo in range(0, n, key):
+        inside = in_sources >= lo
+        inside &= in_sources < lo + key
+        before = xp.zeros(e + 1, dtype=xp.int32)            # this segment's in-links before each position
+        xp.cumsum(inside, dtype=xp.int32, out=before[1:])
+        if int(before[-1]) == 0:
+            continue                                        # no in-link comes from this segment
+        per_row = before[ends]
+        per_row -= before[starts]
+        del before
+        sources = in_sources[inside]
+        del inside
+        rows = xp.flatnonzero(per_row).astype(xp.int32)
+        offsets = xp.zeros(rows.size + 1, dtype=xp.int32)
+        xp.cumsum(per_row[rows], dtype=xp.int32, out=offsets[1:])
+        parts.append((rows, offsets, sources))
+    return parts
+
+
+def edge_targets(xp, in_offsets, start: int, stop: int):
+    """The targets (int64) of in-links start..stop-1, found in the in-CSR offsets (NumPy or CuPy)."""
+    targets = xp.searchsorted(in_offsets, xp.arange(start, stop, dtype=xp.int32), side="right")
+    targets -= 1
+    return targets
+
+
+def out_csr_arrays(xp, in_offsets, in_sources, out_degree, num_vertices: int):
+    """(out_offsets, out_targets), int32, from the in-CSR (NumPy or CuPy): one in-place sort of int64 keys
+    (source, then target), the targets added EDGE_CHUNK in-links at a time."""
+    n, e = int(num_vertices), int(in_sources.size)
+    keys = xp.empty(e, dtype=xp.int64)
+    keys[...] = in_sources
+    keys *= n
+    for start in range(0, e, EDGE_CHUNK):
+        part = keys[start:start + EDGE_CHUNK]
+        part += edge_targets(xp, in_offsets, start, start + part.size)
+    keys.sort()
+    keys %= n
+    offsets = xp.zeros(n + 1, dtype=xp.int32)
+    xp.cumsum(out_degree, dtype=xp.int32, out=offsets[1:])
+    return offsets, keys.astype(xp.int32)
 
 
 def _index_array(xp, array, what: str, size: int, upper: int):
@@ -56,6 +172,12 @@ def _index_array(xp, array, what: str, size: int, upper: int):
     if size and (int(array.min()) < 0 or int(array.max()) > upper):
         raise ValueError(f"{what} holds values outside 0..{upper:,}")
     return xp.ascontiguousarray(xp.asarray(array), dtype=xp.int32)
+
+
+def _reused(cp, array) -> bool:
+    """Whether DeviceGraph keeps ``array`` itself (a 1-D contiguous int32 CuPy array) rather than a copy."""
+    return (isinstance(array, cp.ndarray) and array.ndim == 1 and array.dtype == cp.int32
+            and array.flags.c_contiguous)
 
 
 class DeviceGraph:
@@ -73,15 +195,20 @@ class DeviceGraph:
             raise GraphTooLargeError(f"{label}: {e:,} edges need int64 offsets; the course's kernels index "
                                      "edges with int32 (at most 2,147,483,647 edges)")
         xp = cp if isinstance(graph.in_sources, cp.ndarray) else np
-        held = sum(a.nbytes for a in (graph.in_offsets, graph.in_sources, graph.out_degree)) if xp is cp else 0
-        ensure_fits(device_bytes(n, e, variant) - held, f"{label} with {getattr(variant, 'name', variant)}")
+        # CuPy offsets and out-degrees already int32 are kept as they are; the in-links are always copied
+        held = sum(a.nbytes for a in (graph.in_offsets, graph.out_degree) if _reused(cp, a))
+        need = _peak_bytes(n, e, getattr(variant, "name", variant), 4, host_out_csr=isinstance(graph, Graph))
+        ensure_fits(need - held, f"{label} with {getattr(variant, 'name', variant)}")
         in_offsets = cp.asarray(_index_array(xp, graph.in_offsets, "in_offsets", n + 1, e))
         in_sources = _index_array(xp, graph.in_sources, "in_sources", e, n - 1)
         self.out_degree = cp.asarray(_index_array(xp, graph.out_degree, "out_degree", n, INT32_MAX))
         # PAD zeros after the last in-link: a kernel that reads past its row (an off-by-one bound) then reads
         # vertex 0's contribution and gets a wrong sum that verify names, instead of a lost GPU context
         padded = cp.zeros(e + PAD, dtype=cp.int32)
-        padded[:e] = cp.asarray(in_sources)
+        if xp is cp:
+            padded[:e] = in_sources
+        elif e:
+            padded[:e].set(in_sources)          # straight from the host: no second copy on the GPU
         self.in_offsets, self.in_sources = in_offsets, padded[:e]
         if int(in_offsets[0]) != 0 or int(in_offsets[-1]) != e or bool((cp.diff(in_offsets) < 0).any()):
             raise ValueError(f"{label}: in_offsets must rise from 0 to the edge count")
@@ -108,31 +235,34 @@ class DeviceGraph:
 
     @cached_property
     def out_csr(self):
-        """(out_offsets, out_targets): the out-links, for push and scan; from the host graph if there is one."""
+        """(out_offsets, out_targets): the out-links, for push and scan; from the host graph if there is one,
+        else sorted on the GPU (``out_csr_arrays``: 16 bytes per in-link at its peak)."""
         cp = require_gpu()
         n, e = self.num_vertices, self.num_edges
-        self.fits(4 * (n + 1) + 12 * e, "the out-CSR")
+        self.fits(_layout_bytes("push_atomic", n, e, 1, self.graph is not None)[1], "the out-CSR")
         if self.graph is not None:
             return cp.asarray(self.graph.out_offsets, dtype=cp.int32), cp.asarray(self.graph.out_targets)
-        keys = cp.sort(self.in_sources.astype(cp.int64) * n + self.in_targets)     # by source, then target
-        offsets = cp.zeros(n + 1, dtype=cp.int32)
-        cp.cumsum(self.out_degree, out=offsets[1:])
-        return offsets, (keys % n).astype(cp.int32)
+        return out_csr_arrays(cp, self.in_offsets, self.in_sources, self.out_degree, n)
 
     @cached_property
     def in_edges(self):
         """Interleaved (source, out_degree[source]) pairs, one per in-link, in in-CSR order."""
         cp = require_gpu()
-        self.fits(8 * self.num_edges, "the interleaved in-links")
+        self.fits(12 * self.num_edges, "the interleaved in-links")
         return cp.ascontiguousarray(cp.stack([self.in_sources, self.out_degree[self.in_sources]], axis=1))
 
     @cached_property
     def in_targets(self):
-        """The target of every in-link, in in-CSR order: with in_sources, the edge list (COO)."""
+        """The target of every in-link, in in-CSR order: with in_sources, the edge list (COO). Found
+        EDGE_CHUNK in-links at a time, so that no whole-graph int64 temporary is needed."""
         cp = require_gpu()
-        self.fits(12 * self.num_edges, "the in-link targets")
-        edge = cp.arange(self.num_edges, dtype=cp.int32)
-        return (cp.searchsorted(self.in_offsets, edge, side="right") - 1).astype(cp.int32)
+        e = self.num_edges
+        self.fits(_layout_bytes("coo_atomic", self.num_vertices, e, 1, False)[1], "the in-link targets")
+        targets = cp.empty(e, dtype=cp.int32)
+        for start in range(0, e, EDGE_CHUNK):
+            stop = min(e, start + EDGE_CHUNK)
+            targets[start:stop] = edge_targets(cp, self.in_offsets, start, stop)
+        return targets
 
     def bins(self, thread_max: int = 32, warp_max: int = 1024):
         """Vertex lists by in-degree: light (< thread_max), medium (< warp_max), heavy (the rest)."""
@@ -144,18 +274,20 @@ class DeviceGraph:
     @cached_property
     def degree_bins(self):
         """The bins pull_binned uses (thread below 32 in-links, warp below 1024, block above)."""
-        self.fits(4 * self.num_vertices, "the degree bins")
+        self.fits(_layout_bytes("pull_binned", self.num_vertices, 0, 1, False)[1], "the degree bins")
         return self.bins()
 
     @cached_property
     def half_buffers(self):
-        """(scale, 16-bit contributions): scale[0] the factor to_f16 applies, scale[1] its inverse (lecture 40)."""
+        """(scale, 16-bit contributions): scale[0] the factor to_f16 applies, scale[1] its inverse
+        (lecture 40)."""
         cp = require_gpu()
         self.fits(2 * self.num_vertices + 8, "the 16-bit contributions")
         return cp.ones(2, dtype=cp.float32), cp.empty(self.num_vertices, dtype=cp.uint16)
 
     def in_matrix_of(self, dtype=np.float32):
-        """The in-link matrix as cupyx.scipy.sparse CSR of ones of ``dtype`` (cuSPARSE's view of the graph)."""
+        """The in-link matrix as cupyx.scipy.sparse CSR of ones of ``dtype`` (cuSPARSE's view of the
+        graph)."""
         cp = require_gpu()
         import cupyx.scipy.sparse as sparse
 
@@ -170,27 +302,16 @@ class DeviceGraph:
 
     def segments(self, vertices_per_segment: int):
         """The in-links split by source into segments of ``vertices_per_segment`` sources: for each, the rows
-        it touches and its own in-CSR over them (rows, offsets, sources), in CuPy arrays. Built on the GPU."""
+        it touches and its own in-CSR over them (rows, offsets, sources), in CuPy arrays. Built on the GPU
+        one segment at a time (``source_segments``), after checking ``segment_bytes`` against free memory."""
         cp = require_gpu()
         key = int(vertices_per_segment)
         cache = self.__dict__.setdefault("_segments", {})
         if key not in cache:
-            n, e = self.num_vertices, self.num_edges
-            self.fits(24 * e + 12 * n, "the source segments")
-            segment = self.in_sources // key
-            # by segment, keeping the in-CSR order (target, then source) inside each segment
-            order = cp.sort(segment.astype(cp.int64) * e + cp.arange(e, dtype=cp.int64)) % e
-            targets, sources, segment = self.in_targets[order], self.in_sources[order], segment[order]
-            starts = cp.searchsorted(segment, cp.arange((n + key - 1) // key + 1), side="left").get()
-            parts = []
-            for s in range(len(starts) - 1):
-                t, src = targets[starts[s]:starts[s + 1]], sources[starts[s]:starts[s + 1]]
-                if t.size == 0:
-                    continue
-                heads = cp.flatnonzero(cp.concatenate([cp.ones(1, dtype=bool), t[1:] != t[:-1]]))
-                offsets = cp.concatenate([heads, cp.asarray([t.size])]).astype(cp.int32)
-                parts.append((t[heads].astype(cp.int32), offsets, cp.ascontiguousarray(src)))
-            cache[key] = parts
+            if key < 1:
+                raise ValueError(f"vertices_per_segment must be at least 1, got {key}")
+            self.fits(segment_bytes(self.num_vertices, self.num_edges, key)[1], "the source segments")
+            cache[key] = source_segments(cp, self.in_offsets, self.in_sources, self.num_vertices, key)
         return cache[key]
 
 

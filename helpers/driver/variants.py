@@ -9,8 +9,8 @@ from typing import Callable
 import numpy as np
 
 from .. import kernels
-from ..gpu import device_facts, require_gpu
-from .device import BLOCK, blocks_for
+from ..gpu import require_gpu
+from .device import BLOCK, blocks_for, segment_size
 
 
 def i32(value: int):
@@ -95,11 +95,6 @@ def coo_cumsum(dg, x, y):
 
 def _cusparse(dg, x, y):
     y[...] = dg.in_matrix @ x
-
-
-def segment_size(dg=None) -> int:
-    """Sources per segment for pull_segmented: a segment's contributions take half of this GPU's L2."""
-    return max(BLOCK, device_facts().l2_bytes // 2 // 4)
 
 
 def _pull_segmented(dg, x, y):
