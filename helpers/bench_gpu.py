@@ -1,5 +1,5 @@
 """The GPU part of ``python -m helpers.bench``: floors, libraries and the course's iterations on each graph,
-timed interleaved (``gpu.time_paired``) so that the targets are decided by ``helpers.verdicts``' rule."""
+timed interleaved (``driver.time_iterations``) so that the targets are decided by ``helpers.verdicts``' rule."""
 from __future__ import annotations
 
 import json
@@ -19,23 +19,6 @@ WHOLE = ("fused", "blocked")      # the course's whole-iteration variants, repla
 REPLAYED = 10                     # iterations per captured graph
 
 
-def _replays(dg, names, cp):
-    """name -> (callable, stream): a replay of REPLAYED iterations of a whole-iteration variant, captured as
-    a CUDA graph on its own stream (the capture keeps the iteration's buffers alive)."""
-    out = {}
-    for name in names:
-        stream = cp.cuda.Stream(non_blocking=True)
-        out[name] = pg.capture(pg.make_iteration(dg, name), REPLAYED, stream).launch, stream
-    return out
-
-
-def _repeated(run, times: int = REPLAYED):
-    def many():
-        for _ in range(times):
-            run()
-    return many
-
-
 def libraries(dg, x, y) -> dict:
     """The libraries' SpMV alone, as a careful user calls it: cuSPARSE prepared once, PyTorch's CSR mv."""
     runs = {"cuSPARSE SpMV (prepared)": baselines.PreparedSpMV(dg, x, y)}
@@ -51,12 +34,10 @@ def head_to_head(dg, args, floor, cp, names=WHOLE) -> dict:
     """The course's whole iterations (CUDA graphs) and the libraries' SpMV, interleaved trial by trial."""
     x = cp.full(dg.num_vertices, 1.0 / dg.num_vertices, dtype=cp.float32)
     y = cp.empty_like(x)
-    replays = _replays(dg, names, cp)
-    runs = {name: run for name, (run, _) in replays.items()}
-    runs |= {name: _repeated(run) for name, run in libraries(dg, x, y).items()}     # REPLAYED calls each too
-    timings = gpu.time_paired(runs, launches=max(1, args.launches // REPLAYED), trials=args.trials,
-                              streams={name: stream for name, (_, stream) in replays.items()})
-    timings = {name: t.scaled(1 / REPLAYED) for name, t in timings.items()}
+    runs = {name: pg.replayed(pg.make_iteration(dg, name), REPLAYED) for name in names}
+    runs |= libraries(dg, x, y)                                     # each called REPLAYED times per trial
+    timings = pg.time_iterations(runs, iterations=REPLAYED, trials=args.trials,
+                                 launches=max(1, args.launches // REPLAYED))
     best = min(names, key=lambda n: timings[n].median_ms)
     rows = [{"what": name, "ms": t, "x_gather_floor": t.median_ms / floor.gather.median_ms} for name, t in timings.items()]
     return {"timings": timings, "best": best, "rows": rows}

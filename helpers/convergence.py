@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from . import baselines, driver, floors, gpu, locality, verdicts
-from .driver.iteration import Captured
+from .driver.iteration import replayed, time_iterations
 from .gpu import Timing
 
 ITERATIONS = 20                     # iterations per timed call (a CUDA graph records this many)
@@ -207,37 +207,6 @@ def part_explains(effect: verdicts.Verdict, part: verdicts.Verdict, what: str, p
 
 
 # --- lectures 21 and 22: whole iterations timed interleaved ----------------------------------------
-
-def replayed(step, iterations: int = ITERATIONS) -> Captured:
-    """``iterations`` iterations of a whole-iteration object (fused, blocked) captured as one CUDA graph
-    on a stream of its own (``driver.capture``), for ``time_iterations``."""
-    cp = gpu.require_gpu()
-    return driver.capture(step, iterations, cp.cuda.Stream(non_blocking=True))
-
-
-def time_iterations(runs: dict, *, iterations: int = ITERATIONS, trials: int = 15) -> dict:
-    """Per-iteration Timings, all measured interleaved (``gpu.time_paired``). ``runs`` maps a label to a
-    CUDA graph of ``iterations`` iterations (``replayed``), to an iteration object (its ``run()`` called
-    ``iterations`` times from Python), or to a callable doing one iteration's work (a kernel alone, a
-    library's SpMV), called ``iterations`` times. Returns label -> Timing in ms per iteration."""
-    calls, streams = {}, {}
-    for label, what in runs.items():
-        if isinstance(what, Captured):
-            calls[label], streams[label] = what.launch, what.stream
-        elif hasattr(what, "run"):
-            calls[label] = _repeat(what.run, iterations)
-        elif callable(what):
-            calls[label] = _repeat(what, iterations)
-        else:
-            raise TypeError(f"{label}: a CUDA graph, an iteration object or a callable, "
-                            f"not {type(what).__name__}")
-    timings = gpu.time_paired(calls, launches=1, trials=trials, streams=streams)
-    return {label: timing.scaled(1.0 / iterations) for label, timing in timings.items()}
-
-
-def _repeat(call, times: int):
-    return lambda: [call() for _ in range(times)]
-
 
 def sum_alone(dg, name: str):
     """A callable launching a variant's sum over in-links alone (one iteration first writes its inputs)."""
@@ -495,7 +464,7 @@ def t4_model(graphs: dict):
     ``driver.choose`` does there (fused where the vector fits in half of L2; else it times both)."""
     import pandas as pd
 
-    segment = floors.T4_L2_BYTES // 2 // 4
+    segment = floors.T4_SEGMENT
     rows = []
     for label, (n, e, sectors) in graphs.items():
         model = floors.t4_expectation(n, e, sectors)

@@ -25,6 +25,7 @@ WARP = 32
 T4_NAME = "Tesla T4 (datasheet: 320 GB/s GDDR6, 4 MB L2)"
 T4_DRAM_GBS = 320.0
 T4_L2_BYTES = 4 * 2**20
+T4_SEGMENT = T4_L2_BYTES // 2 // 4     # sources per blocked segment on a T4: 2 MiB, half its L2
 
 
 BYTES_MODEL = "4E + 20N bytes"      # the DRAM lower bound of one iteration, if every byte moved once
@@ -139,7 +140,7 @@ def t4_blocked_bytes(num_vertices: int, num_edges: int) -> int:
     read and written (16 bytes per row a segment touches; at most min(E, segments x N) rows) and the vertex
     pass (20N)."""
     n, e = int(num_vertices), int(num_edges)
-    segments = -(-n // (T4_L2_BYTES // 2 // 4))
+    segments = -(-n // T4_SEGMENT)
     return 4 * e + 16 * min(e, segments * n) + 20 * n
 
 

@@ -10,7 +10,7 @@ from .compare import compare, float64_reference, graph_label, timed_row
 from .device import BLOCK, DeviceGraph, as_device_graph, blocks_for, device_bytes
 from .iteration import (BlockedIteration, FusedIteration, GpuPageRankResult, Iteration, NotConvergedWarning,
                         WorkPlan, capture, choose, graph_iteration_ms, make_iteration, pagerank_gpu,
-                        resident_blocks, whole_iterations_timed)
+                        replayed, resident_blocks, time_iterations)
 from .variants import (VARIANTS, Variant, coo_cumsum, half_spmv, i32, pull_binned, pull_hybrid, pull_launcher,
                        segment_size, variant, variants_for)
 from .verify import VerificationError, spmv_error, step_error, verification_graphs, verify

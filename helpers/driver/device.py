@@ -308,8 +308,6 @@ class DeviceGraph:
         key = int(vertices_per_segment)
         cache = self.__dict__.setdefault("_segments", {})
         if key not in cache:
-            if key < 1:
-                raise ValueError(f"vertices_per_segment must be at least 1, got {key}")
             self.fits(segment_bytes(self.num_vertices, self.num_edges, key)[1], "the source segments")
             cache[key] = source_segments(cp, self.in_offsets, self.in_sources, self.num_vertices, key)
         return cache[key]

@@ -13,8 +13,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import kernels
-from ..gpu import device_facts, ensure_fits, require_gpu, time_back_to_back, time_paired
+from .. import gpu, kernels
+from ..gpu import device_facts, ensure_fits, require_gpu, time_back_to_back
 from ..reference import DAMPING, ConvergenceWarning, check_damping, check_tol, teleport_vector
 from ..verdicts import compare as verdict_on
 from .device import BLOCK, HISTORY, UNFUSED_VERTEX, DeviceGraph, as_device_graph, blocks_for
@@ -329,6 +329,39 @@ def capture(step, iterations: int, stream) -> Captured:
         return Captured(stream.end_capture(), step, stream)
 
 
+REPLAYED = 20       # iterations a CUDA graph records for timing (``replayed``)
+
+
+def replayed(step, iterations: int = REPLAYED) -> Captured:
+    """``iterations`` iterations of a whole-iteration object (fused, blocked) captured as one CUDA graph
+    on a stream of its own (``capture``), for ``time_iterations``."""
+    return capture(step, iterations, require_gpu().cuda.Stream(non_blocking=True))
+
+
+def time_iterations(runs: dict, *, iterations: int = REPLAYED, trials: int = 15, launches: int = 1) -> dict:
+    """Per-iteration Timings, all measured interleaved (``gpu.time_paired``). ``runs`` maps a label to a
+    CUDA graph of ``iterations`` iterations (``replayed``), to an iteration object (its ``run()`` called
+    ``iterations`` times from Python), or to a callable doing one iteration's work (a kernel alone, a
+    library's SpMV), called ``iterations`` times. Returns label -> Timing in ms per iteration."""
+    calls, streams = {}, {}
+    for label, what in runs.items():
+        if isinstance(what, Captured):
+            calls[label], streams[label] = what.launch, what.stream
+        elif hasattr(what, "run"):
+            calls[label] = _repeat(what.run, iterations)
+        elif callable(what):
+            calls[label] = _repeat(what, iterations)
+        else:
+            raise TypeError(f"{label}: a CUDA graph, an iteration object or a callable, "
+                            f"not {type(what).__name__}")
+    timings = gpu.time_paired(calls, launches=launches, trials=trials, streams=streams)
+    return {label: timing.scaled(1.0 / iterations) for label, timing in timings.items()}
+
+
+def _repeat(call, times: int):
+    return lambda: [call() for _ in range(times)]
+
+
 def graph_iteration_ms(dg: DeviceGraph, name: str = "fused", iterations: int = 20, trials: int = 7, **settings):
     """Timing (ms per iteration) of a whole-iteration variant replayed ``iterations`` at a time as one CUDA
     graph; ``settings`` go to its iteration class (medium_max, chunk, vertices_per_segment)."""
@@ -352,25 +385,15 @@ def choose(dg, *, measure: bool = True) -> tuple[str, str]:
         return "fused", f"{where}: it fits, so one fused launch per iteration"
     if not measure:
         return "blocked", f"{where}: it does not fit, so source segments of {l2 // 2 / 2**20:.0f} MiB that do"
-    timings = whole_iterations_timed(as_device_graph(dg, "blocked"), ("blocked", "fused"))
+    dg, names = as_device_graph(dg, "blocked"), ("blocked", "fused")
+    timings = time_iterations({name: replayed(make_iteration(dg, name), 4) for name in names}, iterations=4,
+                              trials=7)
     verdict = verdict_on(timings["blocked"], timings["fused"])
     ms = ", ".join(f"{name} {timings[name].median_ms:.3g} ms" for name in ("blocked", "fused"))
+    said = f"{verdict.sentence('blocked', 'fused')} ({ms} per iteration)"
     if verdict.word == "faster":
-        return "blocked", (f"{where}: it does not fit, and on this graph {verdict.sentence('blocked', 'fused')}"
-                           f" ({ms} per iteration)")
-    return "fused", (f"{where}: it does not fit, but on this graph segments do not pay: "
-                     f"{verdict.sentence('blocked', 'fused')} ({ms} per iteration)")
-
-
-def whole_iterations_timed(dg: DeviceGraph, names, iterations: int = 4, trials: int = 7) -> dict:
-    """name -> Timing (ms per iteration) of whole-iteration variants on ``dg``, each replayed ``iterations``
-    at a time as a CUDA graph on its own stream, the trials interleaved (``gpu.time_paired``)."""
-    cp = require_gpu()
-    streams = {name: cp.cuda.Stream(non_blocking=True) for name in names}
-    graphs = {name: capture(make_iteration(dg, name), iterations, streams[name]) for name in names}
-    timings = time_paired({name: graphs[name].launch for name in names}, launches=1, trials=trials,
-                          warmup=1, streams=streams)
-    return {name: timing.scaled(1 / iterations) for name, timing in timings.items()}
+        return "blocked", f"{where}: it does not fit, and on this graph {said}"
+    return "fused", f"{where}: it does not fit, but on this graph segments do not pay: {said}"
 
 
 @dataclass(frozen=True)
@@ -408,9 +431,9 @@ def pagerank_gpu(graph, name: str | Variant | None = None, damping: float = DAMP
     step = make_iteration(dg, name, damping, personalization, tol=tol, max_iter=max_iter)
     if step.variant.iteration is not None:
         stream = cp.cuda.Stream(non_blocking=True)
-        replayed = check_every + check_every % 2            # a captured graph holds an even number of iterations
-        cuda_graph = capture(step, replayed, stream)        # its first two iterations ran while warming up
-        for _ in range(max_iter // replayed + 1):           # the GPU stops itself by max_iter at the latest
+        per_graph = check_every + check_every % 2            # a captured graph holds an even number of iterations
+        cuda_graph = capture(step, per_graph, stream)        # its first two iterations ran while warming up
+        for _ in range(max_iter // per_graph + 1):           # the GPU stops itself by max_iter at the latest
             if step.stopped_state()[0]:
                 break
             cuda_graph.launch(stream)
