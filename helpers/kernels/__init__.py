@@ -198,17 +198,24 @@ def nvrtc_compile(code: str, arch: str = T4_ARCH, name: str = "kernel.cu") -> st
         return _compile(nvrtc, program, code, arch, name)
 
 
+def _buffer(size: int) -> bytes:
+    """A NEW bytes object of at least ``size`` bytes for NVRTC to write into. Never ``b" " * size``: for a
+    size of 1 (an empty log) Python returns its one shared b" ", and NVRTC's terminating NUL then turns every
+    b" " in the process into b"\\0" (NumPy pads .npy headers with it: every cache read back failed)."""
+    return b" " * (max(int(size), 1) + 1)
+
+
 def _compile(nvrtc, program, code: str, arch: str, name: str) -> str:
     try:
         flags = [f"--gpu-architecture={arch}".encode(), b"-std=c++17", *(o.encode() for o in options(code))]
         status, = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
-        log = b" " * _checked(nvrtc.nvrtcGetProgramLogSize(program))
+        log = _buffer(_checked(nvrtc.nvrtcGetProgramLogSize(program)))
         nvrtc.nvrtcGetProgramLog(program, log)
         if int(status) != 0:
             text = log.rstrip(b" \0").decode(errors="replace")
             raise CompileError(f"{name} does not compile for {arch}:\n{text}")
-        ptx = b" " * _checked(nvrtc.nvrtcGetPTXSize(program))
+        ptx = _buffer(_checked(nvrtc.nvrtcGetPTXSize(program)))
         nvrtc.nvrtcGetPTX(program, ptx)
-        return ptx.rstrip(b"\0").decode()
+        return ptx.rstrip(b" \0").decode()
     finally:
         nvrtc.nvrtcDestroyProgram(program)
