@@ -63,6 +63,14 @@ def test_compiling_leaves_the_text_encoding_as_it_was():
     assert locale.getpreferredencoding(False) == before
 
 
+def test_compiling_leaves_python_s_shared_one_byte_objects_intact():
+    """NVRTC writes an empty log as one NUL byte. Written into b" " * 1, that was Python's one shared b" ",
+    which then held 0 everywhere in the process: NumPy pads a .npy header with b" " * padlen, so every cache
+    whose header needed one byte of padding read back as 'source code cannot contain null bytes'."""
+    kernels.nvrtc_compile(kernels.canonical("add_one"))              # compiles with an empty log
+    assert ord(b" ") == 32 and (b" " * 1)[0] == 32 and b"a b".split() == [b"a", b"b"]
+
+
 def test_a_kernel_using_newer_intrinsics_is_refused_for_a_t4():
     code = 'extern "C" __global__ void k(unsigned* x) { x[0] = __reduce_add_sync(0xffffffffu, x[1]); }'
     with pytest.raises(kernels.CompileError, match="__reduce_add_sync"):
