@@ -89,10 +89,8 @@ def _peak_bytes(n: int, e: int, name: str, offset_bytes: int, host_out_csr: bool
         plan_kept, plan_peak = _plan_bytes(n, e, 1, n)
         return graph + max(checks, plan_peak, plan_kept + 21 * n) + SMALL
     if name == "blocked":      # two x vectors, acc, dangling; the ranks read back (17N) at the end
-        count = -(-n // segment)
         seg_kept, seg_peak = segment_bytes(n, e, segment)
-        plan_kept, plan_peak = _plan_bytes(min(e, count * n), e, count, min(n, e))
-        return graph + max(checks, seg_peak, seg_kept + plan_peak, seg_kept + plan_kept + 33 * n) + SMALL
+        return graph + max(checks, seg_peak, seg_kept + 33 * n) + SMALL
     kept, built, per_iteration = _layout_bytes(name, n, e, segment, host_out_csr)
     own = UNFUSED_VERTEX * n - 4 * n                 # the iteration's six vectors, before its first run
     return graph + max(checks, own + built, own + 4 * n + kept + max(n, per_iteration)) + SMALL

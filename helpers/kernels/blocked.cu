@@ -1,18 +1,14 @@
-// blocked: lecture 22. The blocked iteration: the in-links are split by source into segments whose
-// values fit in half of this GPU's L2, and blocked_pass runs once per segment, in order, so that
-// the segment's gathered values stay cached while its in-link indices stream past (read with
-// evict-first loads, __ldcs, so they do not push the values out). A pass walks the rows its segment
-// touches in work items, as the fused kernel does (heavy rows split over blocks, a warp per medium
-// row, a thread per light row) and ADDS each row's sum to acc[row]: rows are distinct within a
-// segment and segments run one after another, so no atomics are needed and the order of additions
-// never changes. blocked_update is the one pass over vertices: new rank, the next state x (rank /
-// out-degree, or the rank itself for a dangling vertex: one vector instead of rank and
-// contributions), this block's shares of the dangling mass and the L1 change (it also zeroes acc
-// for the next iteration), and the last block adds every share in double precision and runs the
-// stop test. Launch both with 256 threads per block.
+// blocked: lecture 22. The blocked iteration's pass over vertices. The in-links are split by
+// source into segments whose values fit in half of this GPU's L2; acc is zeroed (a memset), then
+// pull_segmented runs once per segment, in order, adding each segment's sums into acc while that
+// segment's values stay cached. blocked_update then makes ONE pass over vertices: new rank, the
+// next state x (rank / out-degree, or the rank itself for a dangling vertex: one vector instead of
+// rank and contributions), this block's shares of the dangling mass and the L1 change; the last
+// block adds every share in double precision and runs the stop test. It only reads acc: zeroing
+// acc here, in the pass that reads it, made this kernel about 10x slower on an H200 than the
+// memset does (lecture 22 measures both on the GPU at hand). Launch with 256 threads per block.
 #define THREADS 256
 #define WARPS (THREADS / 32)
-#define LIGHT_MAX 32
 #define FULL 0xffffffffu
 
 template <typename T> __device__ __forceinline__ T warp_sum(T x) {
@@ -20,81 +16,8 @@ template <typename T> __device__ __forceinline__ T warp_sum(T x) {
     return x;
 }
 
-__device__ __forceinline__ float gather(const int* sources, const float* x, long long k) {
-    return x[__ldcs(sources + k)];                  // evict-first index load, cached gather
-}
-
-// --- part 2: one segment's pass, in work items as the fused kernel walks them
-extern "C" __global__ void blocked_pass(const int* rows, const int* offsets, const int* sources,
-                                        int num_rows, const float* x, float* acc,
-                                        const int* medium, int num_medium, const int4* heavy,
-                                        int num_heavy, const int2* groups, float* part_sums,
-                                        int* arrivals, const int* state) {
-    __shared__ float shared_sum[WARPS];
-    if (state[0]) return;                           // stopped: nothing changes any more
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    int medium_items = (num_medium + WARPS - 1) / WARPS;
-    int items = num_heavy + medium_items + (num_rows + THREADS - 1) / THREADS;
-    for (int item = blockIdx.x; item < items; item += gridDim.x) {     // block-uniform
-        int row = -1;                               // the local row this thread completes, if any
-        float sum = 0.0f;
-        if (item < num_heavy) {                     // one heavy task, the whole block
-            int4 task = heavy[item];                // local row, first in-link, end, group or -1
-            float part = 0.0f;
-            for (long long k = task.y + threadIdx.x; k < task.z; k += THREADS) {
-                part += gather(sources, x, k);
-            }
-            part = warp_sum(part);
-            if (lane == 0) shared_sum[warp] = part;
-            __syncthreads();
-            if (threadIdx.x == 0) {
-                part = 0.0f;
-                for (int w = 0; w < WARPS; ++w) part += shared_sum[w];
-                if (task.w < 0) {
-                    row = task.x;
-                    sum = part;
-                } else {                            // one part of a split row
-                    int2 group = groups[task.w];    // its first task, its number of tasks
-                    part_sums[item] = part;
-                    __threadfence();
-                    if (atomicAdd(&arrivals[task.w], 1) == group.y - 1) {    // the last part
-                        __threadfence();
-                        for (int p = 0; p < group.y; ++p) {
-                            sum += ((volatile float*)part_sums)[group.x + p];
-                        }
-                        arrivals[task.w] = 0;
-                        row = task.x;
-                    }
-                }
-            }
-            __syncthreads();
-        } else if (item < num_heavy + medium_items) {   // one warp per medium row
-            int i = (item - num_heavy) * WARPS + warp;
-            if (i < num_medium) {                   // warp-uniform
-                int r = medium[i];
-                float part = 0.0f;
-                for (long long k = offsets[r] + lane; k < offsets[r + 1]; k += 32) {
-                    part += gather(sources, x, k);
-                }
-                part = warp_sum(part);
-                if (lane == 0) { row = r; sum = part; }
-            }
-        } else {                                    // light rows: a thread each, 32 per warp
-            long long r = (long long)(item - num_heavy - medium_items) * THREADS + threadIdx.x;
-            if (r < num_rows) {
-                int begin = offsets[r], end = offsets[r + 1];
-                if (end - begin <= LIGHT_MAX) {
-                    for (int k = begin; k < end; ++k) sum += gather(sources, x, k);
-                    row = (int)r;
-                }
-            }
-        }
-        if (row >= 0) acc[rows[row]] += sum;
-    }
-}
-
-// --- part 3: the pass over vertices, and the last block's sums
-extern "C" __global__ void blocked_update(float* acc, const int* out_degree, const float* x,
+// --- part 2: the pass over vertices, and the last block's sums
+extern "C" __global__ void blocked_update(const float* acc, const int* out_degree, const float* x,
                                           float* new_x, float* partials, int* finished,
                                           float* scalars, int* state, float* changes, int history,
                                           float tol, int max_iter, int n, float d) {
@@ -109,7 +32,6 @@ extern "C" __global__ void blocked_update(float* acc, const int* out_degree, con
          v += (long long)gridDim.x * THREADS) {
         int degree = out_degree[v];
         float r = d * acc[v] + base;
-        acc[v] = 0.0f;                              // ready for the next iteration's passes
         float old = degree > 0 ? x[v] * degree : x[v];
         new_x[v] = degree > 0 ? r / degree : r;
         dangling += degree == 0 ? r : 0.0f;
