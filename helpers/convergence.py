@@ -10,10 +10,10 @@ import warnings
 import numpy as np
 
 from . import baselines, driver, floors, gpu, locality, verdicts
-from .driver.iteration import replayed, time_iterations
+from .driver.iteration import REPLAYED, replayed, time_iterations
 from .gpu import Timing
 
-ITERATIONS = 20                     # iterations per timed call (a CUDA graph records this many)
+ITERATIONS = REPLAYED               # iterations per timed call (a CUDA graph records this many)
 NORMS = ("L1", "L2", "L∞")
 
 

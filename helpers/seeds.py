@@ -85,13 +85,10 @@ def six_versions_reading(claims) -> list[str]:
 def six_versions_variant():
     """The report's kernel as a driver Variant: one thread per vertex, as the report launches it, on the
     source in force (``kernels.define``)."""
-    from . import driver, kernels
+    from . import driver
 
-    def launch(dg, x, y):
-        args = (dg.in_offsets, dg.in_sources, x, y, np.int32(dg.num_vertices))
-        kernels.compiled("pull_hybrid_six_versions")(driver.blocks_for(dg.num_vertices), (driver.BLOCK,),
-                                                     args)
-    return driver.Variant("pull_hybrid_six_versions", "contributions", launch, ("pull_hybrid_six_versions",))
+    return driver.Variant("pull_hybrid_six_versions", "contributions",
+                          driver.pull_launcher("pull_hybrid_six_versions"), ("pull_hybrid_six_versions",))
 
 
 def in_own_process(function, *args):

@@ -667,7 +667,6 @@ OWN_CHECKS = {"timeline": _the_timeline_records_every_block_and_computes_the_pul
               "pull_dynamic": _dynamic_parallelism_counts_the_child_launches_it_could_not_make}
 
 
-
 @pytest.mark.gpu
 def test_beyond_half_the_l2_the_choice_is_timed_and_never_the_slower_iteration():
     from helpers.driver import DeviceGraph, choose, make_iteration, replayed, time_iterations

@@ -44,15 +44,15 @@ def segment_bytes(num_vertices: int, num_edges: int, vertices_per_segment: int) 
     return kept, kept + building
 
 
-def _plan_bytes(rows: int, links: int, plans: int, largest: int) -> tuple[int, int]:
-    """(kept, peak while built) of ``plans`` WorkPlans (iteration.py, its defaults) over ``rows`` rows with
-    ``links`` in-links in all, the largest plan over ``largest`` rows; upper bounds: medium rows have over 32
-    in-links, heavy ones over 1,024, split every 16,384; every array takes at least 512 bytes."""
-    medium = min(rows, links // 33)
-    groups = links // 16384 + plans
-    tasks = links // 1025 + groups
-    kept = 4 * medium + 20 * tasks + 12 * groups + 5 * 512 * plans
-    return kept, kept + 7 * largest + 12 * min(largest, medium)   # in-degrees, 3 masks, int64 indices
+def _plan_bytes(n: int, e: int) -> tuple[int, int]:
+    """(kept, peak while built) of the fused iteration's WorkPlan (iteration.py, its defaults) over n rows and
+    e in-links; upper bounds: medium rows have over 32 in-links, heavy ones over 1,024, split every 16,384;
+    every array takes at least 512 bytes."""
+    medium = min(n, e // 33)
+    groups = e // 16384 + 1
+    tasks = e // 1025 + groups
+    kept = 4 * medium + 20 * tasks + 12 * groups + 5 * 512
+    return kept, kept + 7 * n + 12 * medium            # in-degrees, 3 masks, int64 indices
 
 
 def _layout_bytes(name: str, n: int, e: int, segment: int, host_out_csr: bool) -> tuple[int, int, int]:
@@ -86,7 +86,7 @@ def _peak_bytes(n: int, e: int, name: str, offset_bytes: int, host_out_csr: bool
     checks = 5 * n                                   # the offsets' differences and their mask
     segment = segment_size() if has_gpu() else segment_size(l2_bytes=T4_L2_BYTES)
     if name == "fused":        # two rank and two contribution vectors, the dangling vector and its mask
-        plan_kept, plan_peak = _plan_bytes(n, e, 1, n)
+        plan_kept, plan_peak = _plan_bytes(n, e)
         return graph + max(checks, plan_peak, plan_kept + 21 * n) + SMALL
     if name == "blocked":      # two x vectors, acc, dangling; the ranks read back (17N) at the end
         seg_kept, seg_peak = segment_bytes(n, e, segment)

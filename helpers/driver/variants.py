@@ -97,9 +97,12 @@ def _cusparse(dg, x, y):
     y[...] = dg.in_matrix @ x
 
 
-def _pull_segmented(dg, x, y):
+def pull_segments(dg, x, y, vertices_per_segment: int | None = None):
+    """y zeroed (a memset), then one pull_segmented launch per source segment (half this GPU's L2 unless
+    given), each adding its segment's sums into y: the pull_segmented variant, and the blocked iteration's
+    passes."""
     y.fill(0)
-    for rows, offsets, sources in dg.segments(segment_size(dg)):
+    for rows, offsets, sources in dg.segments(vertices_per_segment or segment_size(dg)):
         kernels.compiled("pull_segmented")(blocks_for(rows.size), (BLOCK,),
                                            (rows, i32(rows.size), offsets, sources, x, y, i32(32)))
 
@@ -161,7 +164,7 @@ for _v in [
     Variant("pull_shared_tile", "contributions", pull_launcher("pull_shared_tile", shared_mem=BLOCK * 4),
             ("pull_shared_tile",)),
     Variant("pull_binned", "contributions", pull_binned, ("pull_binned",)),
-    Variant("pull_segmented", "contributions", _pull_segmented, ("pull_segmented",)),
+    Variant("pull_segmented", "contributions", pull_segments, ("pull_segmented",)),
     Variant("coo_atomic", "contributions", _coo_atomic, ("coo_atomic",), deterministic=False),
     Variant("coo_cumsum", "contributions", coo_cumsum, ()),
     # cuSPARSE's SpMV changed its last bits between two runs on an H100: not deterministic
