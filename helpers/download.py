@@ -209,24 +209,30 @@ def _attempt(url: str, part: Path, clock: dict, *, max_bytes: int, timeout: floa
 
     worker = threading.Thread(target=work, daemon=True, name=f"download of {label}")
     shown = None
+
+    def show():
+        nonlocal shown
+        if shown is None and transfer.answered:            # the server answered: notes, size, progress bar
+            for note in transfer.notes:
+                print(f"WARNING: {label}: {note}")
+            clock["size"] = transfer.total or clock["size"]
+            shown = bar(transfer.total, label, unit="B", unit_scale=True, unit_divisor=1024,
+                        enabled=progress)
+        if shown is not None:
+            shown.update(transfer.received - shown.n)
+
     try:
         worker.start()
         while worker.is_alive():
             worker.join(0.1)
-            if shown is None and transfer.answered:        # the server answered: notes, size, progress bar
-                for note in transfer.notes:
-                    print(f"WARNING: {label}: {note}")
-                clock["size"] = transfer.total or clock["size"]
-                shown = bar(transfer.total, label, unit="B", unit_scale=True, unit_divisor=1024,
-                            enabled=progress)
-            if shown is not None:
-                shown.update(transfer.received - shown.n)
+            show()
             end = _deadline(clock)
             if time.monotonic() > end and worker.is_alive():
                 got = f"{transfer.received:,}" + (f" of {transfer.total:,}" if transfer.total else "")
                 raise DownloadError(f"the download did not finish within its deadline of "
                                     f"{end - clock['start']:.0f} s ({got} bytes arrived); pass deadline= "
                                     f"for more time")
+        show()                       # a transfer that ended before the first look still gets its lines
         if transfer.error is not None:
             raise _classify(transfer.error, transfer, timeout)
     finally:

@@ -403,6 +403,22 @@ def test_progress_in_a_captured_stream_is_plain_lines(server, capfd, monkeypatch
     assert "generating an R-MAT graph: 100% (1,500 edges of 1,500 edges)" in capfd.readouterr().out
 
 
+def test_a_download_that_ends_before_the_first_look_still_shows_its_progress(server, capfd, monkeypatch):
+    import threading
+
+    from helpers import download
+
+    class Finished(threading.Thread):          # the transfer is over before the watcher first looks
+        def start(self):
+            super().start()
+            super().join()
+
+    monkeypatch.setattr(download.threading, "Thread", Finished)
+    datasets.load(SMALL, retries=1)
+    lines = [line for line in capfd.readouterr().out.splitlines() if line.startswith(SMALL.filename)]
+    assert lines and lines[-1].startswith(f"{SMALL.filename}: 100% (")
+
+
 def test_a_terminal_gets_tqdm_s_bar(monkeypatch):
     import io
     import sys
