@@ -327,11 +327,15 @@ def test_a_cache_prepared_in_a_read_only_folder_is_still_read(server, tmp_path, 
             path.chmod(0o755 if path.is_dir() else 0o644)
 
 
-def test_the_cached_reload_is_fast(server):
-    load()
-    start = time.perf_counter()
-    load()
-    assert time.perf_counter() - start < 0.5
+def test_the_cached_reload_neither_downloads_nor_parses(server, monkeypatch):
+    first = load()
+    asked = len(server.requests)
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("the cached reload parsed the text file again")
+
+    monkeypatch.setattr(datasets, "read_edge_pairs", no_parse)
+    assert identical(load(), first) and len(server.requests) == asked
 
 
 def test_a_file_kept_in_a_folder_now_read_only_is_parsed_not_downloaded(server, tmp_path, monkeypatch,
