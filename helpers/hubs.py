@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import generators, verdicts
+from . import generators, results, verdicts
 
 ABOVE = 1_000          # a hub has more in-links than this (web-Google's stand-in: 31 such vertices)
 PARTS = ("kernel", "iteration")
@@ -90,7 +90,7 @@ def plot_with_and_without(frame, ax=None, title: str = ""):
                 label=label)
     ax.set_yticks(rows, list(frame["variant"]))
     ax.invert_yaxis()
-    ax.set_xscale("log")
+    results.log_scale(ax, "x")
     ax.set_xlabel("ms (median; whiskers: fastest to slowest trial)")
     ax.set_title(title or f"{frame.attrs.get('graph', '')}\n{frame.attrs.get('gpu', '')}", fontsize=8)
     ax.legend(fontsize=7)

@@ -110,6 +110,25 @@ def plain(value: float) -> str:
     return f"{value:.3g}"
 
 
+def log_scale(ax, which: str = "x") -> None:
+    """Put one axis of ``ax`` on a log scale whose tick labels never overlap: plain numbers at 1-2-5 steps
+    (every decade's 1 alone beyond three decades), or a few even steps where the data span under 0.7 of a
+    decade (matplotlib's default labels every minor tick there, '3x10^-2' over '4x10^-2'). Call it after
+    drawing, so that the limits are the data's."""
+    from matplotlib import ticker
+
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    low, high = sorted(ax.get_xlim() if which == "x" else ax.get_ylim())
+    decades = math.log10(high / low) if low > 0 else math.inf
+    if decades < 0.7:
+        axis.set_major_locator(ticker.MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]))
+    else:
+        axis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0) if decades <= 3 else (1.0,)))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
 def chart(frame, column: str, *, label: str | None = None, title: str | None = None, log: bool = True,
           lines: dict | None = None, ax=None, names: str = "variant"):
     """Horizontal bars of a Timing column (medians) with their ranges as error bars, fastest first, titled with
@@ -130,7 +149,7 @@ def chart(frame, column: str, *, label: str | None = None, title: str | None = N
         ax.legend(fontsize=7)
     ax.invert_yaxis()
     if log:
-        ax.set_xscale("log")
+        log_scale(ax, "x")
     text = label or f"{column}, ms (median; whiskers: fastest to slowest trial)"
     ax.set_xlabel(text + (", log scale" if log and "log" not in text else ""))
     attrs = frame.attrs

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import verdicts
+from . import results, verdicts
 from .floors import BYTES_MODEL, bytes_per_iteration
 from .gpu import Timing
 from .instruments import WARP
-from .results import one_sample
 
 WHOLE = "whole graph"                 # the graph as loaded
 HUBLESS = "without hub in-links"      # generators.without_hub_in_links: the control of lectures 13 and 14
@@ -184,13 +183,13 @@ def six_versions_measured_reading(measured) -> list[str]:
              f"here, their kernel's whole iteration grows as N^{k:.1f} {span}"]
     if n in SIX_VERSIONS_MS:
         theirs = SIX_VERSIONS_MS[n][1] / SIX_VERSIONS_ITERATIONS
-        lines.append(f"at {n:,} vertices it takes {one_sample(times[-1] * 1e3)} us per iteration; "
+        lines.append(f"at {n:,} vertices it takes {results.one_sample(times[-1] * 1e3)} us per iteration; "
                      f"their table says {theirs:,.0f} ms")
-    share = 100 * last["share of this GPU's peak"]
-    lines += [f"at {n:,} vertices it moves bytes at {one_sample(share)}% of this GPU's peak, by the byte "
-              "model",
-              f"at {n:,} vertices it is about {one_sample(last['speedup over NumPy'])}x as fast as the "
-              "course's NumPy iteration on this CPU (an O(E) loop, not an O(N^2) scan)"]
+    share = results.one_sample(100 * last["share of this GPU's peak"])
+    speedup = results.one_sample(last["speedup over NumPy"])
+    lines += [f"at {n:,} vertices it moves bytes at {share}% of this GPU's peak, by the byte model",
+              f"at {n:,} vertices it is about {speedup}x as fast as the course's NumPy iteration on this CPU "
+              "(an O(E) loop, not an O(N^2) scan)"]
     return lines
 
 
@@ -333,7 +332,7 @@ def plot_control(timings: dict, ax=None, title: str = ""):
                 ecolor="black", capsize=2)
     ax.set_yticks(np.arange(len(kernels)) + height * (len(graphs) - 1) / 2, kernels)
     ax.invert_yaxis()
-    ax.set_xscale("log")
+    results.log_scale(ax, "x")
     ax.set_xlabel("sum over in-links, ms (median; whiskers: fastest to slowest trial)")
     ax.set_title(title, fontsize=8)
     ax.legend(fontsize=7)

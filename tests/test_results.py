@@ -78,3 +78,25 @@ def test_the_same_pair_gets_the_same_verdict_when_measured_again():
     assert words == {"faster"}
     words = {verdicts.compare(*_paired(1.0, 1.0, 0.004, seed=s)).word for s in range(30)}
     assert words == {"no measurable difference"}
+
+
+@pytest.mark.parametrize("medians", [[0.0363, 0.0372, 0.0398, 0.0414, 0.0480],      # a tenth of a decade
+                                     [0.026, 0.041, 0.074, 0.41],                    # about one decade
+                                     [0.0004, 0.03, 2.0, 150.0]])                    # six decades
+def test_a_log_chart_labels_its_ticks_without_overlap(medians):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    frame = pd.DataFrame({"variant": [f"v{i}" for i in range(len(medians))],
+                          "iteration": [Timing.of([m, m * 0.98, m * 1.02]) for m in medians]})
+    ax = results.chart(frame, "iteration", lines={"floor": medians[0] * 0.9})
+    ax.figure.canvas.draw()
+    low, high = sorted(ax.get_xlim())
+    shown = [t for t in ax.get_xticklabels() if t.get_text() and low <= t.get_position()[0] <= high]
+    shown += [t for t in ax.xaxis.get_minorticklabels() if t.get_text()]
+    assert len(shown) >= 2, [t.get_text() for t in shown]            # something to read the bars by
+    boxes = sorted((t.get_window_extent() for t in shown), key=lambda box: box.x0)
+    assert all(left.x1 < right.x0 for left, right in zip(boxes, boxes[1:])), [t.get_text() for t in shown]
+    assert all("\\times" not in t.get_text() for t in shown)          # plain numbers, not 3x10^-2
+    plt.close(ax.figure)
