@@ -100,7 +100,8 @@ def compare(a, b, *, margin: float = MARGIN) -> Verdict:
 
 
 def table(timings: dict, baseline: str, *, margin: float = MARGIN):
-    """A DataFrame with one row per timing: its ratio to ``baseline`` with the 95% interval and the verdict."""
+    """A DataFrame with one row per timing: its ratio to ``baseline`` (three significant digits, as the
+    interval) with the 95% interval and the verdict."""
     import pandas as pd
 
     rows = []
@@ -108,6 +109,7 @@ def table(timings: dict, baseline: str, *, margin: float = MARGIN):
         if name == baseline:
             continue
         v = compare(timing, timings[baseline], margin=margin)
-        rows.append({"variant": name, f"time / {baseline}": v.ratio, "95% interval": f"{v.low:.3g}-{v.high:.3g}",
+        rows.append({"variant": name, f"time / {baseline}": float(f"{v.ratio:.3g}"),      # as its interval
+                     "95% interval": f"{v.low:.3g}-{v.high:.3g}",
                      "verdict": f"{v.word} than {baseline}" if v.word in ("faster", "slower") else v.word})
     return pd.DataFrame(rows)

@@ -64,6 +64,14 @@ def test_the_verdict_rule_pairs_trials_so_a_slow_spell_is_not_a_tie():
     assert not unpaired.paired and unpaired.high - unpaired.low > v.high - v.low
 
 
+def test_a_verdict_table_gives_the_ratio_to_the_digits_of_its_interval():
+    a, b = _paired(1.0, 1.8, 0.01)
+    row = verdicts.table({"A": a, "B": b}, "B").iloc[0]
+    v = verdicts.compare(a, b)
+    assert row["time / B"] == float(f"{v.ratio:.3g}") and str(row["time / B"]) == "0.554"
+    assert row["95% interval"] == f"{v.low:.3g}-{v.high:.3g}" and row["verdict"] == "faster than B"
+
+
 def test_the_verdict_rule_names_no_difference_only_inside_the_margin():
     same = verdicts.compare(*_paired(1.0, 1.0, 0.002))
     assert same.word == "no measurable difference" and "under 3%" in same.sentence("A", "B")
