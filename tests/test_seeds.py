@@ -152,3 +152,7 @@ def test_the_measured_six_versions_lines_carry_one_number_each():
                      "at 50,000 vertices it moves bytes at 1.2% of this GPU's peak, by the byte model",
                      "at 50,000 vertices it is about 120x as fast as the course's NumPy iteration on this CPU "
                      "(an O(E) loop, not an O(N^2) scan)"]
+    flat = measured.assign(iteration=[Timing.of([0.0100, 0.0101]), Timing.of([0.0102, 0.0103]),
+                                      Timing.of([0.0104, 0.0105])])
+    first = seeds.six_versions_measured_reading(flat)[0]
+    assert "barely grows with N" in first and "(as N^0.01)" in first and "launch" not in first
