@@ -19,12 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-import numpy as np
-
-from .course import describe_path, DATA_DIR_VARIABLE, data_dir
-from .download import DownloadError, IntegrityError, fetch
+from .course import data_dir, data_dir_setting, describe_path
+from .download import MAX_TIMEOUT, DownloadError, IntegrityError, fetch
 from .graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_flag, check_integer,
-                    statistics_of)
+                    check_seconds, statistics_of)
 from .graphfiles import (ARRAYS, graph_from_pairs, load_npz, open_regular, read_edge_pairs, read_header,
                          save_npz, write_atomically)
 
@@ -42,6 +40,7 @@ STATISTICS = {             # what SNAP's dataset pages publish, in SNAP's words
     "edges": "edges", "wcc_nodes": "nodes in the largest WCC", "wcc_edges": "edges in the largest WCC",
     "scc_nodes": "nodes in the largest SCC", "scc_edges": "edges in the largest SCC"}
 DISPLAY_NAME = "name"      # in a $PAGERANK_DATA_STATISTICS entry: what the served file is (the Graph's name)
+MAX_NAME = 200             # characters in a graph's name taken from a file (a statistics file, info.json)
 
 
 class UnknownDatasetError(KeyError):
@@ -141,6 +140,14 @@ def dataset(name_or_dataset) -> Dataset:
                                   f"{', '.join(DATASETS)}") from None
 
 
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a regular file; False where it cannot be looked at (a name too long, ...)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with open_regular(path) as f:
@@ -184,9 +191,12 @@ def _candidate_roots() -> list[Path]:
     try:
         roots.append(data_dir() / "cache")
     except OSError:                           # data_dir() creates the folder and fails where it cannot
-        configured = os.environ.get(DATA_DIR_VARIABLE)
-        if configured:
-            roots.append(Path(configured).expanduser() / "cache")
+        try:
+            configured = data_dir_setting()
+        except OSError:                       # a '~user' that names no one
+            configured = None
+        if configured is not None:
+            roots.append(configured / "cache")
     try:
         roots.append(Path(*USER_CACHE).expanduser() / "cache")
     except RuntimeError:                      # no home directory
@@ -232,7 +242,7 @@ def _statistics_file(path: str) -> dict[str, dict]:
     try:
         with open_regular(Path(path).expanduser()) as f:
             table = json.loads(f.read(1 << 20))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError, RuntimeError) as error:     # RuntimeError: '~nobody/'
         raise SettingError(f"${STATISTICS_VARIABLE}={path!r} cannot be used ({error}); {usage}") from None
     if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
         raise SettingError(f"${STATISTICS_VARIABLE}={path!r} cannot be used: {usage}")
@@ -241,10 +251,11 @@ def _statistics_file(path: str) -> dict[str, dict]:
         bad = [k for k, v in entry.items() if k != DISPLAY_NAME and v is not None
                and (isinstance(v, bool) or not isinstance(v, int) or v < 0)]
         shown = entry.get(DISPLAY_NAME, "-")
-        named = isinstance(shown, str) and shown.strip() and shown.isprintable() and len(shown) <= 200
+        named = isinstance(shown, str) and shown.strip() and shown.isprintable() and len(shown) <= MAX_NAME
         if unknown or bad or not named:
             problem = (f"unknown statistics {unknown}" if unknown else f"non-integer values for {bad}" if bad
-                       else f"a {DISPLAY_NAME!r} that is not one line of at most 200 printable characters")
+                       else f"a {DISPLAY_NAME!r} that is not one line of at most {MAX_NAME} printable "
+                            f"characters")
             raise SettingError(f"${STATISTICS_VARIABLE}={path!r}: entry {name!r} has {problem}; {usage}")
     return table
 
@@ -279,8 +290,9 @@ def _check(ds: Dataset, path: Path) -> tuple[Graph, dict]:
         header = read_header(path)
         pairs = read_edge_pairs(path, max_lines=ds.listed_edges)   # a file that expands without end stops
         graph = graph_from_pairs(pairs, undirected=not ds.directed, name=shown or ds.name)
-    except GraphFormatError as error:
-        raise IntegrityError(f"{ds.name}: the download cannot be parsed: {error}") from None
+    except GraphFormatError as error:         # named by the file's name: the staging folder is gone
+        raise IntegrityError(f"{ds.name}: the download cannot be parsed: "
+                             f"{str(error).replace(str(path), path.name)}") from None
     parse_s, listed = time.perf_counter() - start, pairs.shape[0]
     if graph.num_vertices != ds.vertices or listed != ds.listed_edges:
         raise IntegrityError(f"{ds.name}: expected {ds.vertices:,} vertices and {ds.listed_edges:,} listed "
@@ -329,7 +341,7 @@ def _read_info(folder: Path) -> dict | None:
         return None
     except OSError as error:                  # a FIFO, a folder, a symlink loop, no permission
         raise _Unusable(f"info.json: {error.strerror or error}") from None
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:      # RecursionError: JSON nested deeper than Python goes
         raise _Unusable(f"info.json unreadable ({type(error).__name__}: {str(error)[:100]})") from None
     if not isinstance(info, dict):
         raise _Unusable(f"info.json holds a {type(info).__name__}, not a record")
@@ -349,7 +361,8 @@ def _cached_graph(folder: Path, record: dict, keys=ARRAYS) -> Graph | None:
     if any(info.get(key) != value for key, value in record.items()):
         raise _Unusable("it describes another dataset or version")
     if not (all(isinstance(v, int) and not isinstance(v, bool) for v in (n, m)) and 0 < n and 0 <= m <= n * n
-            and isinstance(digest, str) and isinstance(shown, str) and shown.isprintable()):
+            and isinstance(digest, str) and isinstance(shown, str) and shown.isprintable()
+            and len(shown) <= MAX_NAME):
         raise _Unusable("info.json lacks the counts, the content hash or the graph's name")
     try:
         return load_npz(folder / "graph.npz", n, m, sha256=digest, name=shown, keys=keys)
@@ -362,16 +375,6 @@ def _cached_graph(folder: Path, record: dict, keys=ARRAYS) -> Graph | None:
 
 
 # --- the public entry points ----------------------------------------------------------------------
-
-def _seconds(value, name: str) -> float | None:
-    if value is None and name == "deadline":
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ArgumentError(f"{name} must be a number, got {value!r}")
-    if not (np.isfinite(value) and value > 0):
-        raise ArgumentError(f"{name} must be positive and finite, got {value}")
-    return float(value)
-
 
 def _download(ds: Dataset, folder: Path, raw: Path, limits: dict, progress: bool, verbose: bool):
     """Download into a staging folder, check, and move the file into the cache only once it passed;
@@ -416,7 +419,8 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
     """
     ds = dataset(name_or_dataset)
     limits = {"retries": check_integer(retries, "retries", minimum=1),
-              "timeout": _seconds(timeout, "timeout"), "deadline": _seconds(deadline, "deadline"),
+              "timeout": check_seconds(timeout, "timeout", maximum=MAX_TIMEOUT),
+              "deadline": None if deadline is None else check_seconds(deadline, "deadline"),
               "max_bytes": (1 << 20) + MAX_BYTES_PER_EDGE * ds.listed_edges}
     progress, verbose = check_flag(progress, "progress"), check_flag(verbose, "verbose")
     record = {"name": ds.name, "vertices": ds.vertices, "listed_edges": ds.listed_edges,
@@ -438,8 +442,8 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
         print(f"{ds.name}: cannot write to {passed[0]}; keeping the cache in {describe_path(folder.parent)} "
               f"instead")
     raw = next((root / ds.name / ds.filename for root in _candidate_roots()      # kept earlier, maybe in a
-                if (root / ds.name / ds.filename).is_file()), folder / ds.filename)   # folder now read-only
-    if not raw.is_file():
+                if _is_file(root / ds.name / ds.filename)), folder / ds.filename)   # folder now read-only
+    if not _is_file(raw):
         graph, info = _download(ds, folder, raw, limits, progress, verbose)
     else:
         try:
@@ -501,7 +505,7 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, cache: bool = True, 
     if cache:
         try:
             folder = _cache_folder(f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}")[0]
-            record = {"seed": seed, "generator_version": STANDIN_VERSION}
+            record = {"seed": seed, "generator_version": STANDIN_VERSION, "vertices": ds.vertices}
             graph = _cached_graph(folder, record, STANDIN_ARRAYS)
         except (DownloadError, _Unusable):    # no folder to keep it in, or a damaged one: generate again
             pass

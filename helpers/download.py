@@ -12,11 +12,13 @@ import time
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
+from .graph import ArgumentError, as_path, check_flag, check_integer, check_seconds
 
 MIN_RATE = 10_000          # bytes/s: the default deadline allows the file's size at this rate ...
 DEADLINE_SLACK = 120.0     # ... plus this many seconds
 RETRY_PAUSE = 1.0          # seconds before the second attempt, doubled for each further one (at most 8x)
 MAX_REDIRECTS = 10
+MAX_TIMEOUT = 24 * 3600.0  # seconds: the longest per-read timeout (a larger one overflows the socket's clock)
 CHUNK = 1 << 16
 HEADERS = {"Accept-Encoding": "identity", "Connection": "close", "User-Agent": "pagerank-on-the-gpu"}
 
@@ -44,9 +46,10 @@ class _Transfer:
         self.notes = []                    # warnings for the caller to print (a redirect to plain http)
 
     def hook(self, response, *args, **kwargs):
-        if response.is_redirect:
+        location = response.headers.get("Location", "").strip()
+        if response.is_redirect and location:          # requests follows a Location that is not blank
             self.hops += 1
-            target = urljoin(response.url, response.headers["Location"])
+            target = urljoin(response.url, location)
             scheme = urlsplit(target).scheme.lower()
             if scheme not in ("http", "https"):
                 raise DownloadError(f"the server redirected to {target[:200]!r}, which is not an http(s):// "
@@ -58,12 +61,22 @@ class _Transfer:
                                   f"transfer is not authenticated")
             return response
         self.response = response
-        length = response.headers.get("Content-Length", "").strip()
-        self.total = int(length) if length.isdigit() else None
-        if response.status_code == 200 and self.total is not None and self.total > self.limit:
+        status, reason = response.status_code, _printable(response.reason)
+        if 400 <= status < 600:                # named (and 5xx retried) by the caller's thread
+            return response
+        if status != 200:
+            what = "a redirect without a Location" if status in (301, 302, 303, 307, 308) else "not the file"
+            raise DownloadError(f"the server answered HTTP {status}" + (f" ({reason})" if reason else "") +
+                                f", {what}")
+        said = {v.strip() for v in response.headers.get("Content-Length", "").split(",")} - {""}
+        if len(said) > 1 or not all(v.isascii() and v.isdigit() and len(v) <= 20 for v in said):
+            raise DownloadError(f"the server's answer is not valid HTTP: a Content-Length of "
+                                f"{', '.join(sorted(said))[:60]!r} is not one number of bytes")
+        self.total = int(said.pop()) if said else None
+        if self.total is not None and self.total > self.limit:
             raise IntegrityError(f"the server announces {self.total:,} bytes, more than an edge list of "
                                  f"this size can take ({self.limit:,}); it is not the dataset")
-        self.answered = response.status_code == 200
+        self.answered = True
         return response
 
     def write(self, data: bytes) -> None:
@@ -91,6 +104,10 @@ class _Transfer:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+def _printable(text) -> str:
+    return "".join(c for c in str(text or "")[:60] if c.isprintable())
 
 
 def _causes(error: BaseException) -> list[BaseException]:
@@ -136,6 +153,10 @@ def _connection_problem(causes) -> str:
         return "the connection was reset"
     if any(type(c).__name__ in ("RemoteDisconnected", "IncompleteRead") for c in causes):
         return "the server closed the connection"
+    if any(type(c).__name__ == "InvalidChunkLength" for c in causes):
+        return "a chunk of the body did not start with its length"
+    if any(type(c).__name__ == "ChunkedEncodingError" for c in causes):
+        return "the body ended before its last chunk"
     system = next((c for c in causes if isinstance(c, OSError) and c.strerror), None)
     return system.strerror if system is not None else type(causes[-1]).__name__
 
@@ -155,9 +176,14 @@ def _classify(error: BaseException, transfer: _Transfer, timeout: float) -> Base
         return DownloadError(_tls_problem(causes))
     status = getattr(getattr(error, "response", None), "status_code", None)
     if isinstance(error, requests.HTTPError) and status is not None:
-        reason = "".join(c for c in str(error.response.reason or "")[:60] if c.isprintable())
+        reason = _printable(error.response.reason)
         answer = f"the server answered HTTP {status}" + (f" ({reason})" if reason else "")
         return _Retry(answer) if status >= 500 or status in (408, 429) else DownloadError(answer)
+    if any(type(c).__name__ in ("ContentDecodingError", "DecodeError") for c in causes):
+        coding = _printable(getattr(transfer.response, "headers", {}).get("Content-Encoding"))
+        return DownloadError(f"the server's answer could not be decompressed (Content-Encoding: {coding})")
+    if any(type(c).__name__ in ("InvalidHeader", "HeaderParsingError") for c in causes):
+        return DownloadError(f"the server's answer is not valid HTTP (its headers: {str(error)[:100]})")
     short = next((c for c in causes if type(c).__name__ == "IncompleteRead" and isinstance(c.partial, int)),
                  None)                                       # urllib3's count includes a chunk it dropped
     received = max(transfer.received, short.partial if short else 0)
@@ -253,7 +279,18 @@ def fetch(url: str, dest: Path, *, name: str, size_guess: int, max_bytes: int, r
     """Download ``url`` into ``dest`` (renamed into place once whole), retrying what retrying can cure,
     within one overall deadline: ``deadline`` seconds, else 120 s plus the size at 10 kB/s (``size_guess``
     until the server says). ``name`` labels the messages. Raises DownloadError, or IntegrityError for a body
-    over ``max_bytes``; a progress bar named after the file shows the transfer."""
+    over ``max_bytes``; a progress bar named after the file shows the transfer. Arguments of the wrong type or
+    out of range raise ArgumentError."""
+    if not isinstance(url, str) or not isinstance(name, str):
+        raise ArgumentError(f"url and name must be strings, got {type(url).__name__} and "
+                            f"{type(name).__name__}")
+    dest = as_path(dest, "dest")
+    size_guess = check_integer(size_guess, "size_guess", minimum=0)
+    max_bytes = check_integer(max_bytes, "max_bytes", minimum=1)
+    retries = check_integer(retries, "retries", minimum=1)
+    timeout = check_seconds(timeout, "timeout", maximum=MAX_TIMEOUT)
+    deadline = None if deadline is None else check_seconds(deadline, "deadline")
+    progress, verbose = check_flag(progress, "progress"), check_flag(verbose, "verbose")
     clock = {"start": time.monotonic(), "deadline": deadline, "size": size_guess}
     last = None
     for attempt in range(1, retries + 1):

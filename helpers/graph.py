@@ -7,10 +7,12 @@ Building checks the host's memory first (``build_bytes``); edge-list files are r
 """
 from __future__ import annotations
 
+import math
 import numbers
 import os
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
@@ -49,6 +51,33 @@ def check_integer(value, name: str, *, minimum: int | None = None) -> int:
     if minimum is not None and value < minimum:
         raise ArgumentError(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+def check_seconds(value, name: str, *, maximum: float | None = None) -> float:
+    """``value`` as a float number of seconds: positive and finite (and at most ``maximum``); ints and NumPy
+    numbers pass, bools, strings, NaN and infinity do not, nor an int too large for a float."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ArgumentError(f"{name} must be a number, got {repr(value)[:60]} ({type(value).__name__})")
+    try:
+        seconds = float(value)
+    except OverflowError:
+        seconds = math.inf
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise ArgumentError(f"{name} must be positive and finite, got {repr(value)[:60]}")
+    if maximum is not None and seconds > maximum:
+        raise ArgumentError(f"{name} must be at most {maximum:,g} s, got {seconds:g}")
+    return seconds
+
+
+def as_path(path, what: str = "path") -> Path:
+    """``path`` (a str, bytes or os.PathLike) as a Path; anything else, an empty path or one holding a NUL
+    character raises ArgumentError (where os and pathlib would raise a bare TypeError or ValueError)."""
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        raise ArgumentError(f"{what} must be a file path (a str or pathlib.Path), got {type(path).__name__}")
+    text = os.fsdecode(os.fspath(path))
+    if not text or "\0" in text:
+        raise ArgumentError(f"{what} must name a file, got {text!r}")
+    return Path(text)
 
 
 def check_flag(value, name: str) -> bool:
@@ -209,6 +238,9 @@ def relabel(sources, targets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _as_id_array(values, what: str) -> np.ndarray:
     """A 1-D signed integer array of ids (int64 unless given narrower, never copied then), refusing what
     would be wrapped or truncated: floats, bools, ids beyond int64 (a uint64 2**63 is reported as itself)."""
+    if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
+        raise GraphFormatError(f"{what} is a masked array with masked entries: a masked id is no vertex id; "
+                               f"drop those edges first (e.g. with numpy.ma.compressed on both ends)")
     try:
         array = np.asarray(values)
     except (OverflowError, ValueError, TypeError):

@@ -9,6 +9,7 @@ import contextlib
 import errno
 import gzip
 import hashlib
+import io
 import os
 import re
 import stat
@@ -21,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from .graph import (INT64_LIMIT, PARSE_BYTES_PER_LINE, ArgumentError, Graph, GraphFormatError,
-                    GraphFormatWarning, check_csr, check_flag, check_host_memory, check_integer, from_edges,
-                    offsets_dtype, relabel)
+                    GraphFormatWarning, as_path, check_csr, check_flag, check_host_memory, check_integer,
+                    from_edges, offsets_dtype, relabel)
 
 UTF8_BOM = b"\xef\xbb\xbf"
 ARRAYS = ("out_offsets", "out_targets", "in_offsets", "in_sources", "out_degree", "original_ids")   # in .npz
@@ -57,7 +58,13 @@ def _kind(mode: int) -> str:
 def open_regular(path):
     """``path`` opened for binary reading if it is a regular file; a FIFO, device, socket or folder raises
     NotRegularFileError at once (opened without blocking and checked on the open descriptor, never read)."""
-    fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as error:                  # a socket cannot be opened at all (ENXIO): say what it is
+        if error.errno != errno.ENXIO:
+            raise
+        raise NotRegularFileError(errno.EINVAL, f"it is {_kind(os.stat(path).st_mode)}, not a regular file",
+                                  os.fspath(path)) from None
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -69,15 +76,29 @@ def open_regular(path):
         raise
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+OTHER_FORMATS = {b"BZh": "a bzip2 file", b"PK\x03\x04": "a zip archive", b"\xfd7zXZ\x00": "an xz file",
+                 b"\x28\xb5\x2f\xfd": "a zstd file", b"7z\xbc\xaf\x27\x1c": "a 7-Zip archive",
+                 b"<!doctype html": "an HTML page", b"<html": "an HTML page"}
+
+
 @contextlib.contextmanager
 def _opened(path: Path):
-    """The file's bytes, decompressed when the name ends in .gz; opened only as a regular file."""
+    """The file's bytes, decompressed when they start as gzip does (whatever the name: a server may have
+    undone the compression of a .gz, or a gzip file may be named .txt); opened only as a regular file.
+    Another compression format, or an HTML page (a server's error or login page), raises GraphFormatError."""
     with open_regular(path) as raw:
-        if path.suffix == ".gz":
+        start = raw.read(64)
+        raw.seek(0)
+        if start.startswith(GZIP_MAGIC):
             with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
                 yield unzipped
-        else:
-            yield raw
+            return
+        what = next((w for magic, w in OTHER_FORMATS.items()
+                     if start.startswith(magic) or start.lstrip().lower().startswith(magic)), None)
+        if what is not None:
+            raise GraphFormatError(f"{path}: it is {what}, not an edge list (plain text, or gzip-compressed)")
+        yield raw
 
 
 def _too_long(path: Path, number: int) -> GraphFormatError:
@@ -100,8 +121,9 @@ def _lines(raw, path: Path):
 
 
 def _damaged(path: Path, error) -> GraphFormatError:
-    what = ("the compressed file is damaged or truncated" if path.suffix == ".gz" else
-            "the file cannot be read")
+    what = ("the compressed file is damaged or truncated" if isinstance(error, (EOFError, zlib.error,
+                                                                               gzip.BadGzipFile))
+            else "the file cannot be read")
     return GraphFormatError(f"{path}: {what} ({type(error).__name__}: {error})")
 
 
@@ -164,6 +186,9 @@ def _first_bad_line(path: Path, num_vertices: int | None) -> str | None:
             for token in tokens:
                 if not _INTEGER.fullmatch(token):
                     return f"line {number}: {_shown(token)} is not an integer vertex id"
+                if len(token) > 100:                  # before int(), which refuses 4,300 digits and more
+                    return (f"line {number}: vertex id {_shown(token)} has {len(token):,} characters and "
+                            f"does not fit in 64 bits (ids must lie below 2**63)")
                 value = int(token)
                 if value < 0:
                     return f"line {number}: negative vertex id {value}"
@@ -179,7 +204,7 @@ def _first_bad_line(path: Path, num_vertices: int | None) -> str | None:
 
 
 def _existing(path) -> Path:
-    path = Path(os.fspath(path))
+    path = as_path(path)
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -187,6 +212,9 @@ def _existing(path) -> Path:
     if not stat.S_ISREG(mode):
         raise EdgeListNotFound(f"no edge-list file at {path}: it is {_kind(mode)}, not a regular file")
     return path
+
+
+_NUMPY_OPENS = {".gz": True, ".bz2": None, ".xz": None, ".lzma": None}   # np.loadtxt decompresses by name
 
 
 def _parse(path: Path, count: int, bom: bool) -> np.ndarray | None:
@@ -197,12 +225,14 @@ def _parse(path: Path, count: int, bom: bool) -> np.ndarray | None:
         warnings.simplefilter("ignore", UserWarning)          # "... not counted towards max_rows": known
         warnings.simplefilter("error", DeprecationWarning)    # NumPy < 2.1 reads '1.5' as 1, with a warning
         try:
-            if not bom:                                       # NumPy's own file reader: the fast path
-                return np.loadtxt(path, dtype=np.int64, comments="#", ndmin=2, encoding="latin-1",
+            with _opened(path) as raw:
+                if not bom and _NUMPY_OPENS.get(path.suffix, False) == isinstance(raw, gzip.GzipFile):
+                    stream = path          # NumPy opens it as the first pass did: its own, faster reader
+                else:                      # rare: the stream the first pass read, the mark skipped
+                    raw.read(len(UTF8_BOM) if bom else 0)
+                    stream = io.TextIOWrapper(raw, encoding="latin-1")
+                return np.loadtxt(stream, dtype=np.int64, comments="#", ndmin=2, encoding="latin-1",
                                   max_rows=count)
-            with _opened(path) as raw:                        # rare: line by line, the mark skipped
-                return np.loadtxt((line.decode("latin-1") for _, line in _lines(raw, path)), dtype=np.int64,
-                                  comments="#", ndmin=2, max_rows=count)
         except (ValueError, DeprecationWarning):
             return None
 
@@ -379,7 +409,7 @@ def write_edge_list(graph: Graph, path, *, header: str | None = None) -> Path:
         raise ArgumentError(f"expected a Graph, got {type(graph).__name__}")
     if header is not None and not isinstance(header, str):
         raise ArgumentError(f"header must be a string, got {header!r}")
-    path = Path(os.fspath(path))
+    path = as_path(path)
     src, dst = graph.edges()
     ids = graph.original_ids
     if ids is not None:

@@ -4,6 +4,7 @@ in SciPy or a wrong graph. Writes are atomic, and a read-only data directory fal
 import io
 import json
 import os
+import socket
 import threading
 import time
 
@@ -73,6 +74,11 @@ def write(name, data):
     return damage
 
 
+def edit_info(folder, **changes):
+    info = json.loads((folder / "info.json").read_text(encoding="utf-8"))
+    (folder / "info.json").write_text(json.dumps({**info, **changes}))
+
+
 def truncate(folder, first):
     data = (folder / "graph.npz").read_bytes()
     (folder / "graph.npz").write_bytes(data[: len(data) // 2])
@@ -126,6 +132,9 @@ DAMAGES = {
         {**json.loads((folder / "info.json").read_text(encoding="utf-8")), "edges": 10**12})),
     "info.json of another format": lambda folder, first: (folder / "info.json").write_text(json.dumps(
         {**json.loads((folder / "info.json").read_text(encoding="utf-8")), "format": 1})),
+    "info.json nested 100,000 deep": write("info.json", b"[" * 100_000),     # RecursionError in json
+    "info.json naming the graph in 900,000 characters": lambda folder, first: edit_info(
+        folder, graph_name="x" * 900_000),
 }
 
 
@@ -232,7 +241,7 @@ def test_cached_info_survives_any_info_json(server):
     load()
     folder = datasets.cache_dir(SMALL)
     assert datasets.cached_info(SMALL)["arrays_sha256"]
-    for data in (b"[]", b"", b"\xff\xfe", b'{"format": 2}', b"null", b"1e999"):
+    for data in (b"[]", b"", b"\xff\xfe", b'{"format": 2}', b"null", b"1e999", b"[" * 100_000):
         (folder / "info.json").write_bytes(data)
         assert datasets.cached_info(SMALL) is None
 
@@ -356,3 +365,47 @@ def test_a_file_kept_in_a_folder_now_read_only_is_parsed_not_downloaded(server, 
     assert identical(again, first) and len(server.requests) == 1
     assert "keeping the cache in" in capsys.readouterr().out
     assert (tmp_path / "home" / "cache" / SMALL.name / "graph.npz").is_file()
+
+
+@pytest.mark.parametrize("setting", ["~no-such-user-4f2a/data", "/" + "x" * 300 + "/data"],
+                         ids=["a ~user that names no one", "a name too long"])
+def test_a_data_directory_that_cannot_even_be_looked_at_falls_back(server, tmp_path, monkeypatch, capsys,
+                                                                   setting):
+    """Was RuntimeError (pathlib's expanduser) and OSError (ENAMETOOLONG from a message's is_dir)."""
+    from helpers import course
+
+    monkeypatch.setenv("PAGERANK_DATA_DIR", setting)
+    assert identical(load(), GRAPH)
+    user_cache = tmp_path / "home" / ".cache" / "pagerank-on-the-gpu" / "cache"
+    assert datasets.cache_dir(SMALL) == user_cache / SMALL.name
+    assert sorted(p.name for p in (user_cache / SMALL.name).iterdir()) == ["graph.npz", "info.json",
+                                                                            SMALL.filename]
+    assert identical(load(), GRAPH) and len(server.requests) == 1
+    course.report()
+    assert "data directory: $PAGERANK_DATA_DIR cannot be created (" in capsys.readouterr().out
+
+
+def test_a_blank_or_padded_data_directory_setting(tmp_path, monkeypatch):
+    """Blank means unset (as for $PAGERANK_DATA_URL), not a folder named '   ' in the working directory."""
+    from helpers import course
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PAGERANK_DATA_DIR", "   ")
+    assert course.data_dir_setting() is None
+    course.data_dir()
+    assert list(tmp_path.iterdir()) == []
+    monkeypatch.setenv("PAGERANK_DATA_DIR", f"  {tmp_path / 'data'}\n")
+    assert course.data_dir() == tmp_path / "data" and (tmp_path / "data").is_dir()
+
+
+@pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets")
+def test_a_socket_in_the_cache_is_named_as_one(server, capsys):
+    first = load()
+    folder = datasets.cache_dir(SMALL)
+    (folder / "graph.npz").unlink()
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(folder / "graph.npz"))
+        capsys.readouterr()
+        assert identical(load(), first)
+    out = capsys.readouterr().out
+    assert "cannot be used (graph.npz: it is a device or socket, not a regular file)" in out

@@ -264,6 +264,7 @@ def test_statistics_from_an_override_file_are_announced_and_used(server, tmp_pat
     ('{"test-small": {"triangles": 3}}', r"unknown statistics \['triangles'\]"),
     ('{"test-small": {"wcc_nodes": "many"}}', r"non-integer values for \['wcc_nodes'\]"),
     ('{"test-small": {"name": "two\\nlines"}}', r"a 'name' that is not one line of at most 200 printable"),
+    ("[" * 100_000, r"cannot be used \(maximum recursion depth exceeded"),     # was a bare RecursionError
 ])
 def test_a_bad_override_file_is_a_setting_error(server, tmp_path, monkeypatch, content, message):
     stats = tmp_path / "stats.json"
@@ -433,3 +434,22 @@ def test_a_terminal_gets_tqdm_s_bar(monkeypatch):
     assert type(shown).__name__ == "tqdm" and "\r" in sys.stdout.getvalue()
     monkeypatch.setattr(sys, "stdout", io.StringIO())
     assert isinstance(progress.bar(10, "kept"), progress.Lines)
+
+
+def test_a_statistics_file_under_an_unknown_users_home_is_a_setting_error(server, monkeypatch):
+    monkeypatch.setenv(datasets.STATISTICS_VARIABLE, "~no-such-user-4f2a/stats.json")   # was RuntimeError
+    with pytest.raises(datasets.SettingError,
+                       match=r"no-such-user-4f2a/stats\.json' cannot be used \(Could not determine home"):
+        datasets.load(SMALL, retries=1, progress=False)
+
+
+def test_a_standin_is_never_taken_from_a_cache_made_for_another_size(tmp_path, monkeypatch):
+    monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+    def made(n, m):
+        return datasets.standin(datasets.Dataset("mine", "mine.txt.gz", True, n, m), progress=False,
+                                verbose=False)
+    assert made(500, 2_000).num_vertices == 500
+    assert made(900, 4_000).num_vertices == 900                # was the 500-vertex graph, from the cache
+    assert made(900, 4_000).num_vertices == 900

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import datasets, download
+from helpers.graph import ArgumentError
 from helpers.generators import rmat_graph
 from snapserver import cached_files, serving, snap_bytes
 
@@ -314,8 +315,85 @@ def test_a_refused_connection_is_short_and_free_of_library_noise(server, monkeyp
     (dict(deadline=float("inf")), "deadline must be positive and finite"),
     (dict(deadline=-1), "deadline must be positive"), (dict(timeout="30"), "timeout must be a number"),
     (dict(progress="no"), "progress must be True or False"),
+    (dict(timeout=10**400), "timeout must be positive and finite"),        # not a TypeError from NumPy
+    (dict(timeout=1e308), r"timeout must be at most 86,400 s"),            # not an OverflowError mid-download
 ])
 def test_load_checks_its_parameters(server, kwargs, message):
     with pytest.raises(datasets.ArgumentError, match=message):
         datasets.load(SMALL, **kwargs)
     assert server.requests == []
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(retries=0), "retries must be at least 1"), (dict(retries=True), "retries must be an integer"),
+    (dict(timeout=-1), "timeout must be positive and finite"), (dict(timeout=float("nan")), "timeout must"),
+    (dict(deadline=-5), "deadline must be positive"), (dict(max_bytes=-1), "max_bytes must be at least 1"),
+    (dict(size_guess="big"), "size_guess must be an integer"), (dict(name=None), "url and name must be"),
+    (dict(dest=None), "dest must be a file path"), (dict(progress=1), "progress must be True or False"),
+])
+def test_fetch_checks_its_parameters(server, tmp_path, kwargs, message):
+    arguments = dict(url=server.url + SMALL.filename, dest=tmp_path / "f.gz", name="f", size_guess=10,
+                     max_bytes=10**6, progress=False)
+    with pytest.raises(ArgumentError, match=message):       # was UnboundLocalError, AttributeError, or
+        download.fetch(**{**arguments, **kwargs})           # "the address cannot be used (ValueError)"
+    assert server.requests == [] and list(tmp_path.iterdir()) == []
+
+
+# --- answers that are not the file, and HTTP that is not valid (the red team of the data path) ----------
+
+def answer(head: bytes, body: bytes = b"") -> bytes:
+    return b"HTTP/1.1 " + head + b"\r\nConnection: close\r\n\r\n" + body
+
+
+@pytest.mark.parametrize("reply, message", [
+    (answer(b"206 Partial Content\r\nContent-Range: bytes 0-9/99\r\nContent-Length: 10", b"0123456789"),
+     r"HTTP 206 \(Partial Content\), not the file"),
+    (answer(b"204 No Content"), r"HTTP 204 \(No Content\), not the file"),
+    (answer(b"304 Not Modified"), r"HTTP 304 \(Not Modified\), not the file"),
+    (answer(b"302 Found\r\nContent-Length: 3", b"0 1"), r"HTTP 302 \(Found\), a redirect without a Location"),
+    (answer(b"301 Moved\r\nLocation: \r\nContent-Length: 0"), r"HTTP 301 \(Moved\), a redirect without a"),
+    (answer(b"299 Odd\r\nContent-Length: 0"), r"HTTP 299 \(Odd\), not the file"),
+], ids=["206", "204", "304", "302 without Location", "301 blank Location", "299"])
+def test_an_answer_other_than_200_is_never_taken_for_the_file(server, reply, message):
+    server.plan(SMALL.filename, server.garbage(reply))
+    with pytest.raises(datasets.DownloadError, match=message):     # was IntegrityError: "no edges found"
+        load(retries=3)
+    assert len(server.requests) == 1 and cached_files(SMALL) == []
+
+
+@pytest.mark.parametrize("header, message", [
+    (b"Content-Length: many", r"not valid HTTP: a Content-Length of 'many' is not one number of bytes"),
+    (b"Content-Length: -5", r"not valid HTTP: a Content-Length of '-5' is not one number of bytes"),
+    (b"Content-Length: 10\r\nContent-Length: 12", r"not valid HTTP \(its headers: Content-Length"),
+    (b"Content-Encoding: deflate", r"could not be decompressed \(Content-Encoding: deflate\)"),
+], ids=["words", "negative", "two lengths", "undecodable"])
+def test_invalid_framing_is_named_and_not_retried(server, header, message):
+    server.plan(SMALL.filename, server.garbage(answer(b"200 OK\r\n" + header, server.body)))
+    with pytest.raises(datasets.DownloadError, match=message):     # was "connection lost (ValueError)"
+        load(retries=3)
+    assert len(server.requests) == 1 and cached_files(SMALL) == []
+
+
+def test_a_broken_chunk_is_named_and_retried(server):
+    broken = answer(b"200 OK\r\nTransfer-Encoding: chunked", b"10\r\n" + server.body[:16] + b"\r\nZZ\r\n")
+    server.plan(SMALL.filename, server.garbage(broken), server.garbage(broken))
+    with pytest.raises(datasets.DownloadError, match=r"\(a chunk of the body did not start with its length\) "
+                                                     r"\(2 attempts\)"):
+        load(retries=2)
+    assert len(server.requests) == 2 and cached_files(SMALL) == []
+
+
+def test_a_server_that_undoes_the_gzip_of_a_gz_file_still_gives_the_graph(server):
+    reply = answer(b"200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d" % len(server.body), server.body)
+    server.plan(SMALL.filename, server.garbage(reply))         # requests decompresses: the .gz holds text
+    assert same_graph(load())
+
+
+def test_an_html_page_instead_of_the_file_is_named(server):
+    page = b"<!DOCTYPE html>\n<html><body>Please sign in to use this network</body></html>\n"
+    server.plan(SMALL.filename, server.garbage(answer(b"200 OK\r\nContent-Length: %d" % len(page), page)))
+    with pytest.raises(datasets.IntegrityError) as caught:
+        load()
+    assert str(caught.value) == (f"test-dl: the download cannot be parsed: {SMALL.filename}: it is an "
+                                 f"HTML page, not an edge list (plain text, or gzip-compressed)")   # no path
+    assert cached_files(SMALL) == []

@@ -1,4 +1,6 @@
+import bz2
 import gzip
+import lzma
 import os
 import time
 import tracemalloc
@@ -494,3 +496,68 @@ def test_build_bytes_is_within_15_percent_of_what_building_allocates():
         peak = tracemalloc.get_traced_memory()[1] - base
         tracemalloc.stop()
         assert abs(build_bytes(n, m) / peak - 1) < 0.15, (n, m, build_bytes(n, m), peak)
+
+
+# --- hostile inputs found by the red team of the data path (each failed before its fix) ----------------
+
+def test_an_id_of_thousands_of_digits_is_named_not_pythons_digit_limit(tmp_path):
+    path = tmp_path / "g.txt"
+    path.write_text("0 1\n2 " + "7" * 5_000 + "\n")
+    with pytest.raises(GraphFormatError, match=r"g\.txt: line 2: vertex id '7777.*\.\.\.' has 5,000 "
+                                               r"characters and does not fit in 64 bits"):
+        read_edge_list(path)
+
+
+@pytest.mark.parametrize("data, what", [
+    (bz2.compress(b"0 1\n"), "a bzip2 file"), (b"PK\x03\x04" + bytes(40), "a zip archive"),
+    (lzma.compress(b"0 1\n"), "an xz file"),
+    (b"\n  <!DOCTYPE html><html><body>Sign in to the network</body></html>\n", "an HTML page"),
+], ids=["bzip2", "zip", "xz", "html"])
+def test_other_formats_under_an_edge_list_name_are_named(tmp_path, data, what):
+    path = tmp_path / "g.txt.gz"
+    path.write_bytes(data)
+    expected = rf"g\.txt\.gz: it is {what}, not an edge list \(plain text, or gzip-compressed\)"
+    with pytest.raises(GraphFormatError, match=expected):
+        read_edge_list(path)
+
+
+@pytest.mark.parametrize("name, compress", [("plain.txt.gz", False), ("packed.txt", True),
+                                            ("packed.TXT.GZ", True), ("packed.gz.txt", True)])
+def test_gzip_is_known_by_its_bytes_not_by_its_name(tmp_path, name, compress):
+    body = b"# a comment\n" + b"".join(b"%d %d\n" % (i, (i * 7 + 1) % 50) for i in range(50))
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(body) if compress else body)   # a server may undo a .gz's compression
+    g = read_edge_list(path, relabel_ids=False)
+    assert g.num_vertices == 50 and g.num_edges == 50
+    assert np.array_equal(read_edge_pairs(path)[:, 1], (np.arange(50) * 7 + 1) % 50)
+
+
+def test_paths_that_are_no_paths_are_argument_errors(tmp_path):
+    good = tmp_path / "g.txt"
+    good.write_text("0 1\n1 2\n")
+    with open(good) as handle:
+        for bad, message in ((None, "be a file path .*got NoneType"), (123, "be a file path .*got int"),
+                             (handle, "be a file path .*got TextIOWrapper"), ("", "name a file, got ''"),
+                             (f"{good}\0x", r"name a file, got '.*\\x00x'")):
+            with pytest.raises(ArgumentError, match=f"path must {message}"):
+                read_edge_list(bad)
+    with pytest.raises(ArgumentError, match="path must be a file path"):
+        write_edge_list(from_edges([0], [1]), None)
+    assert read_edge_list(os.fsencode(good)).num_edges == 2          # bytes name a file, as os allows
+
+
+def test_masked_ids_are_refused_not_read_through_the_mask():
+    sources = np.ma.array([0, 1, 2], mask=[False, True, False])
+    with pytest.raises(GraphFormatError, match="sources is a masked array with masked entries"):
+        from_edges(sources, [1, 2, 0])
+    assert from_edges(np.ma.array([0, 1]), [1, 0]).num_edges == 2      # a mask with nothing masked is fine
+
+
+def test_seconds_are_checked_as_numbers_of_seconds():
+    assert graph.check_seconds(np.float32(1.5), "t") == 1.5 and graph.check_seconds(3, "t") == 3.0
+    for bad, message in ((True, "a number"), ("5", "a number"), (0, "positive and finite"),
+                         (float("nan"), "positive and finite"), (10**400, "positive and finite")):
+        with pytest.raises(ArgumentError, match=f"t must be {message}"):
+            graph.check_seconds(bad, "t")
+    with pytest.raises(ArgumentError, match=r"t must be at most 60 s, got 1e\+308"):
+        graph.check_seconds(1e308, "t", maximum=60)

@@ -7,6 +7,7 @@ sync`` writes them into the README's Colab badges and every notebook's first cel
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -30,15 +31,25 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 
 
+def data_dir_setting() -> Path | None:
+    """$PAGERANK_DATA_DIR as a path, '~' expanded; None where it is unset or blank (as the URL setting is;
+    spaces around a path are dropped). FileNotFoundError where a '~user' in it names no known home folder."""
+    configured = os.environ.get(DATA_DIR_VARIABLE, "").strip()
+    if not configured:
+        return None
+    try:
+        return Path(configured).expanduser()
+    except RuntimeError:                      # pathlib's "Could not determine home directory"
+        raise FileNotFoundError(errno.ENOENT, "its '~' names no known home folder", configured) from None
+
+
 def data_dir() -> Path:
-    """The one data-directory setting: $PAGERANK_DATA_DIR, else data/ in the checkout, else a user cache."""
-    configured = os.environ.get(DATA_DIR_VARIABLE)
-    if configured:
-        path = Path(configured).expanduser()
-    elif (ROOT / "data").is_dir() and os.access(ROOT / "data", os.W_OK):
-        path = ROOT / "data"
-    else:
-        path = Path.home() / ".cache" / "pagerank-on-the-gpu"
+    """The one data-directory setting: $PAGERANK_DATA_DIR, else data/ in the checkout, else a user cache;
+    created if need be (OSError where it cannot be)."""
+    path = data_dir_setting()
+    if path is None:
+        writable = (ROOT / "data").is_dir() and os.access(ROOT / "data", os.W_OK)
+        path = ROOT / "data" if writable else Path.home() / ".cache" / "pagerank-on-the-gpu"
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -51,13 +62,13 @@ def describe_path(path) -> str:
     """A path as a reader may see it in printed output: relative to the course folder, to $PAGERANK_DATA_DIR
     or to the home folder; never the absolute path of the machine that printed it."""
     path = Path(path)
-    configured = os.environ.get(DATA_DIR_VARIABLE)
     anchors = [(ROOT, "{} in the course folder")]
-    if configured:
-        anchors.insert(0, (Path(configured).expanduser(), f"${DATA_DIR_VARIABLE}/{{}}"))
     try:
+        configured = data_dir_setting()
+        if configured is not None:
+            anchors.insert(0, (configured, f"${DATA_DIR_VARIABLE}/{{}}"))
         anchors.append((Path.home(), "~/{}"))
-    except RuntimeError:
+    except (OSError, RuntimeError):               # a '~user' that names no one; no home folder
         pass
     for anchor, form in anchors:
         try:
@@ -66,7 +77,11 @@ def describe_path(path) -> str:
             continue
         if relative == Path("."):                  # the anchor itself: "$PAGERANK_DATA_DIR/", "~/"
             return "the course folder" if anchor == ROOT else form.format("")
-        return form.format(relative.as_posix() + ("/" if path.is_dir() else ""))
+        try:
+            folder = path.is_dir()
+        except OSError:                            # a name too long, no permission: it cannot be told
+            folder = False
+        return form.format(relative.as_posix() + ("/" if folder else ""))
     in_temporary = str(path).startswith(tempfile.gettempdir())
     return f"{path.name} (in the temporary folder)" if in_temporary else path.name
 
