@@ -94,6 +94,20 @@ MUTANTS = {
          "    return (damping * pulled + (damping * dangling_mass + 1.0 - damping) / "
          "n).astype(np.longdouble)",
          "more digits"),
+        # fresh kinds (red team, issue 23's follow-up): a cache keyed by the size, the course's own
+        # answer, edges of one kind skipped, the dangling vertices taken by in-degree
+        ("edges cached by the graph's size", "    sources, targets = graph.edges()\n",
+         "    sources, targets = pagerank_step.__dict__.setdefault('edges', {}).setdefault(\n"
+         "        n, graph.edges())\n", "right answer, but after the checker's earlier calls"),
+        ("the course's reference step", None,
+         "    from helpers import reference\n    n = graph.num_vertices\n"
+         "    return reference.pagerank_step(graph, ranks, damping, reference.teleport_vector(n))\n",
+         "calls helpers.reference.pagerank_step, the course's own answer"),
+        ("self-loops dropped", "    sources, targets = graph.edges()\n",
+         "    sources, targets = graph.edges()\n    keep = sources != targets\n"
+         "    sources, targets = sources[keep], targets[keep]\n", "self-loops dropped"),
+        ("dangling taken as no in-links", "ranks[graph.dangling].sum()", "ranks[graph.in_degree == 0].sum()",
+         "not those without in-links"),
     ],
     "02_transpose": [
         ("bincount without minlength", "np.bincount(out_targets, minlength=num_vertices)",
@@ -128,6 +142,16 @@ MUTANTS = {
          "    buffer = transpose.__dict__.setdefault('buffer', np.zeros(10**6, dtype=np.int64))\n"
          "    buffer[:in_offsets.size] = in_offsets\n    return buffer[:in_offsets.size], sources[order]",
          "state kept across calls"),
+        ("sources cached by the graph's size",
+         "    sources = np.repeat(np.arange(num_vertices), np.diff(out_offsets))\n",
+         "    sources = transpose.__dict__.setdefault('c', {}).setdefault(\n"
+         "        num_vertices, np.repeat(np.arange(num_vertices), np.diff(out_offsets)))\n",
+         "right answer, but after the checker's earlier calls"),
+        ("the course's graph builder", None,
+         "    from helpers.graph import from_edges\n"
+         "    graph = from_edges(np.repeat(np.arange(num_vertices), np.diff(out_offsets)), out_targets,\n"
+         "                       num_vertices)\n    return graph.in_offsets, graph.in_sources\n",
+         "helpers.graph.from_edges, the course's own answer"),
     ],
     "03_power_iteration": [
         ("residual scaled by N", "change = np.abs(new - ranks).sum()", "change = np.abs(new - ranks).mean()",
@@ -175,6 +199,15 @@ MUTANTS = {
          "        new = ranks\n        new[:] = damping * pulled + (damping * ranks[graph.dangling].sum() + "
          "1.0 - damping) / n\n",
          "the loop stopped after 1 step(s) although"),
+        ("edges cached by the graph's size", "    sources, targets = graph.edges()\n",
+         "    sources, targets = power_iteration.__dict__.setdefault('edges', {}).setdefault(\n"
+         "        n, graph.edges())\n", "right answer, but after the checker's earlier calls"),
+        ("the course's reference", None,
+         "    from helpers import reference\n"
+         "    result = reference.pagerank(graph, damping, tol, max_iter=max_iter)\n"
+         "    return result.ranks, result.iterations\n", "helpers.reference.pagerank, the course's own"),
+        ("the pair swapped", "return ranks, iterations", "return iterations, ranks",
+         "the pair is in the wrong order"),
     ],
     "33_top_k": [
         ("reversed ascending sort", 'np.argsort(-np.asarray(ranks), kind="stable")',
@@ -202,6 +235,17 @@ MUTANTS = {
          "    buffer = top_k.__dict__.setdefault('buffer', np.zeros(10**6, dtype=np.int64))\n"
          "    buffer[:order[:k].size] = order[:k]\n    return buffer[:order[:k].size]",
          "state kept across calls"),
+        ("a result memoised by (n, k)", None,
+         "    memo = top_k.__dict__.setdefault('memo', {})\n    if (len(ranks), k) not in memo:\n"
+         "        memo[len(ranks), k] = np.argsort(-np.asarray(ranks), kind='stable')[:k].copy()\n"
+         "    return memo[len(ranks), k]\n", "right answer, but after the checker's earlier calls"),
+        ("the course's reference", None,
+         "    from helpers import reference\n    return reference.top_k(ranks, k)\n",
+         "calls helpers.reference.top_k, the course's own answer"),
+        ("compared in float16", 'np.argsort(-np.asarray(ranks), kind="stable")',
+         'np.argsort(-np.asarray(ranks, dtype=np.float16), kind="stable")', "compared in float16"),
+        ("ranks rounded to 10 decimals", 'np.argsort(-np.asarray(ranks), kind="stable")',
+         'np.argsort(-np.round(np.asarray(ranks), 10), kind="stable")', "rounded to 10 decimals"),
     ],
     "10_pull_grid_stride": [
         ("no grid-stride step", "v += stride)", "v += n)", "never written"),
@@ -439,6 +483,17 @@ MUTANTS = {
          "modified its input (in_sources)"),
         ("float offsets", "np.bincount(new_targets, minlength=n)",
          "np.bincount(new_targets, weights=np.ones(new_targets.size), minlength=n)", "must hold integers"),
+        ("in_sources in int16", "return perm, offsets, new_sources[order]",
+         "return perm, offsets, new_sources[order].astype(np.int16)", "in_sources overflow int16"),
+        ("perm in int16", "return perm, offsets, new_sources[order]",
+         "return perm.astype(np.int16), offsets, new_sources[order]", "perm overflow int16"),
+        ("offsets in uint16", "return perm, offsets, new_sources[order]",
+         "return perm, offsets.astype(np.uint16), new_sources[order]", "in_offsets overflow uint16"),
+        ("new ids cached by the graph's size", "    new_id = np.empty(n, dtype=np.int64)\n"
+         "    new_id[perm] = np.arange(n)",
+         "    cache = reorder.__dict__.setdefault('ids', {})\n    if n not in cache:\n"
+         "        cache[n] = np.empty(n, dtype=np.int64)\n        cache[n][perm] = np.arange(n)\n"
+         "    new_id = cache[n]", "right answer, but after the checker's earlier calls"),
     ],
     "31_beat_the_library": [
         ("no v < n", "    if (v < n) y[v] = sum;", "    y[v] = sum;", "past the end"),
@@ -500,6 +555,18 @@ CORRECT = {
         ("a Python list of floats",
          "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
          "    return list(damping * pulled + (damping * dangling_mass + 1.0 - damping) / n)"),
+        ("the missing mass filled in (ranks sum to 1)",
+         "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "    new = damping * pulled\n    return new + (1.0 - new.sum()) / n"),
+        ("np.add.at and 1 - the linked ranks", None,
+         "    n = graph.num_vertices\n    s, t = graph.edges()\n    new = np.zeros(n)\n"
+         "    np.add.at(new, t, ranks[s] / graph.out_degree[s])\n"
+         "    mass = 1.0 - ranks[graph.out_degree > 0].sum()\n"
+         "    return damping * new + (damping * mass + 1 - damping) / n\n"),
+        ("a SciPy COO matrix built from the edges", None,
+         "    import scipy.sparse as sp\n    n = graph.num_vertices\n    s, t = graph.edges()\n"
+         "    a = sp.coo_matrix((1.0 / graph.out_degree[s], (t, s)), shape=(n, n)).tocsr()\n"
+         "    return damping * (a @ ranks) + (damping * ranks[graph.dangling].sum() + 1 - damping) / n\n"),
     ],
     "02_transpose": [
         ("a Python loop over vertices", None,
@@ -513,6 +580,17 @@ CORRECT = {
          "    sources = np.repeat(np.arange(num_vertices), np.diff(out_offsets))\n"
          "    order = np.lexsort((sources, out_targets))\n"
          "    return np.searchsorted(out_targets[order], np.arange(num_vertices + 1)), sources[order]\n"),
+        ("SciPy's transpose", None,
+         "    import scipy.sparse as sp\n    n = num_vertices\n"
+         "    a = sp.csr_matrix((np.ones(len(out_targets)), out_targets, out_offsets), shape=(n, n))\n"
+         "    t = a.T.tocsr()\n    return t.indptr, t.indices\n"),
+        ("a counting sort in loops, unsigned results", None,
+         "    counts = np.zeros(num_vertices + 1, dtype=np.int64)\n"
+         "    for t in out_targets:\n        counts[t + 1] += 1\n    offsets = np.cumsum(counts)\n"
+         "    fill, out = offsets[:-1].copy(), np.empty(len(out_targets), dtype=np.int64)\n"
+         "    for u in range(num_vertices):\n        for k in range(out_offsets[u], out_offsets[u + 1]):\n"
+         "            out[fill[out_targets[k]]] = u\n            fill[out_targets[k]] += 1\n"
+         "    return offsets.astype(np.uint32), out.astype(np.uint32)\n"),
     ],
     "03_power_iteration": [
         ("normalised after every step", "        ranks = new\n", "        ranks = new / new.sum()\n"),
@@ -533,6 +611,14 @@ CORRECT = {
          "        new += (damping * old[graph.dangling].sum() + 1.0 - damping) / n\n"
          "        change = np.abs(new - old).sum()\n        old, new = new, old\n        if change < tol:\n"
          "            break\n    return old, iterations\n"),
+        ("a SciPy matrix, ranks as a list, a NumPy count", None,
+         "    import scipy.sparse as sp\n    n = graph.num_vertices\n    s, t = graph.edges()\n"
+         "    a = sp.csr_matrix((1.0 / graph.out_degree[s], (t, s)), shape=(n, n))\n"
+         "    x, steps = np.full(n, 1.0 / n), np.int64(0)\n    while steps < max_iter:\n"
+         "        steps += 1\n"
+         "        y = damping * (a @ x) + (damping * x[graph.out_degree == 0].sum() + 1 - damping) / n\n"
+         "        change, x = np.abs(y - x).sum(), y\n        if change < tol:\n            break\n"
+         "    return list(x), steps\n"),
     ],
     "33_top_k": [
         ("lexsort", None, "    return np.lexsort((np.arange(len(ranks)), -np.asarray(ranks)))[:k]\n"),
@@ -547,6 +633,15 @@ CORRECT = {
         ("sorted with a (-rank, id) key", None,
          "    order = sorted(range(len(ranks)), key=lambda i: (-ranks[i], i))\n"
          "    return np.array(order[:k], dtype=np.int64)\n"),
+        ("heapq.nlargest on ids, a list back", None,
+         "    import heapq\n    return heapq.nlargest(k, range(len(ranks)), key=ranks.__getitem__)\n"),
+        ("a threshold from np.partition, then a lexsort of the candidates", None,
+         "    r = np.asarray(ranks)\n    k = min(k, r.size)\n    if k == 0:\n"
+         "        return np.zeros(0, dtype=np.int64)\n    cut = np.partition(r, r.size - k)[r.size - k]\n"
+         "    top = np.flatnonzero(r >= cut)\n    return top[np.lexsort((top, -r[top]))][:k]\n"),
+        ("the ranks negated in place and restored, unsigned ids", None,
+         "    ranks *= -1\n    order = np.argsort(ranks, kind='mergesort')\n    ranks *= -1\n"
+         "    return order[:k].astype(np.uint32)\n"),
     ],
     "10_pull_grid_stride": [
         ("a while loop", None,
@@ -697,6 +792,9 @@ CORRECT = {
          "    matrix = sp.csr_matrix((np.ones(len(in_sources)), in_sources, in_offsets), shape=(n, n))\n"
          "    permuted = matrix[perm][:, perm].tocsr()\n    permuted.sort_indices()\n"
          "    return perm, permuted.indptr.astype(np.int64), permuted.indices.astype(np.int64)\n"),
+        ("a max-minus-degree key", "np.argsort(-np.asarray(out_degree, dtype=np.int64), "
+         "kind=\"stable\")", "np.argsort(np.max(out_degree, initial=0) - np.asarray(out_degree), "
+         "kind=\"stable\")"),
     ],
     "31_beat_the_library": [
         ("the library itself",
@@ -1103,3 +1201,15 @@ def test_where_no_child_can_be_forked_the_calls_run_here_and_the_report_says_so(
     assert report.ok and "runs inside the checker's process" in report.notes[0]
     report = checks.check_pagerank_step(hub_answer, seed=5, quiet=True)
     assert report.stopped and "reached into the checker's arrays" in report.failures[0].cause, str(report)
+
+
+def test_where_no_child_can_be_forked_the_course_answer_is_named_and_its_function_restored(monkeypatch):
+    import helpers.reference
+    from helpers.checks import isolation
+
+    monkeypatch.setattr(isolation, "CAN_FORK", False)
+    code = helpers.reference.top_k.__code__
+    report = checks.check_top_k(lambda ranks, k: helpers.reference.top_k(ranks, k), seed=5, quiet=True)
+    assert not report.ok and all("helpers.reference.top_k, the course's own answer" in c
+                                 for c in report.causes()), str(report)
+    assert helpers.reference.top_k.__code__ is code

@@ -5,7 +5,8 @@ Every checker takes ``seed=None`` (fresh inputs each call; the report prints the
 repeat them) and ``time_limit=`` (seconds per call of the student's function, or per kernel launch), and
 returns a ``Report`` that it also prints. A student's Python function runs in a child process that cannot
 reach the checker's expected values (``isolation``), which come from private copies of the float64
-reference (``pristine``); a kernel runs on padded, poisoned inputs and a probed copy of it shows what
+reference (``pristine``), and where the course's own answer is wired to say when it is called
+(``borrowed``); a kernel runs on padded, poisoned inputs and a probed copy of it shows what
 values cannot (``probe``). The pieces: ``report`` (the report and the loop over cases), ``limits``
 (output cap, errors, waiting for a kernel), ``returned`` and ``cpu`` (01, 02, 33), ``iteration`` (03),
 ``reorder`` (22), ``device`` and ``gpu`` (what every GPU checker shares), ``gpu_pull`` (10, 13, 14),

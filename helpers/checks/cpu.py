@@ -14,8 +14,9 @@ from .isolation import Call, run_calls
 from .limits import CPU_TIME_LIMIT, Output
 from .pristine import REFERENCE as REF
 from .report import Report, Wrong, random_ranks, run, worst_vertex
-from .returned import (as_array, as_pair, begin, cpu_graphs, graph_arrays, graph_copy, inputs_unchanged,
-                       overflow_cause, pristine_arrays, scale_review, state_explains, wrapped_type)
+from .returned import (as_array, as_pair, begin, checked, cpu_graphs, graph_arrays, graph_copy,
+                       inputs_unchanged, not_borrowed, overflow_cause, pristine_arrays, scale_review,
+                       state_explains, wrapped_type)
 
 DANGLING_LOST = ("dangling mass lost: the rank of vertices without out-links must be spread over all "
                  "vertices (d * dangling mass / n each); without it the ranks sum to less than 1")
@@ -28,6 +29,11 @@ RENORMALISED = ("renormalised instead of spreading the dangling mass: dividing b
                 "every vertex must get the same share, d * D / n")
 UNDAMPED_DANGLING = ("the dangling share is not damped: every vertex gets d * D / n from the dangling "
                      "vertices (D = their total rank), not D / n")
+SELF_LOOPS_DROPPED = ("self-loops dropped: an edge u -> u is an in-link of u like any other (it counts in u's "
+                      "out-degree, so u keeps d * rank[u] / out_degree[u] of its own rank); sum over every edge "
+                      "graph.edges() lists")
+IN_DEGREE_DANGLING = ("the dangling vertices are those without out-links (graph.dangling, out_degree == 0), "
+                      "not those without in-links: the mass D = ranks[graph.dangling].sum()")
 KEPT_STATE = ("state kept across calls: the first call on this graph is right, the second (other ranks, "
               "other d) returns {what}: your function keeps something from an earlier call (a cache, a "
               "global, a buffer) and uses it again; compute everything from the arguments of each call")
@@ -35,9 +41,14 @@ IN_LINKS = ("the sum over in-links is wrong: vertex v gets d * rank[u] / out_deg
             "links to it, counting u's out-degree, not v's")
 K_ZERO = ("k = 0 must give no index: a slice such as order[-k:] or order[:-k] gives the whole array when k "
           "is 0 (-0 is 0); slice the largest-first order with order[:k]")
-FLOAT32_COMPARE = ("the ranks were compared in float32: ranks closer than float32 can tell apart (0.1 and "
-                   "0.1 + 1e-12) become equal there and are then ordered by id, not by value; sort the "
-                   "float64 ranks themselves")
+PRISTINE = "helpers.checks.pristine.REFERENCE."
+STEP_ANSWERS = ("helpers.reference.pagerank_step", "helpers.reference.pagerank", PRISTINE + "pagerank_step",
+                PRISTINE + "pagerank")
+TRANSPOSE_ANSWERS = ("helpers.graph.from_edges", "helpers.graph._build")
+TOP_K_ANSWERS = ("helpers.reference.top_k", PRISTINE + "top_k")
+COARSE_COMPARE = ("the ranks were compared {how}: ranks closer than that can tell apart ({example}) become "
+                  "equal there and are then ordered by id, not by value; sort the float64 ranks themselves")
+FLOAT32_COMPARE = COARSE_COMPARE.format(how="in float32", example="0.1 and 0.1 + 1e-12")
 
 
 def hard_coded(d: float) -> str:
@@ -78,7 +89,14 @@ def step_variants(graph: Graph, ranks: np.ndarray, damping: float) -> dict[str, 
     n = graph.num_vertices
     pulled, mass = step_parts(graph, ranks, damping)
     no_dangling = pulled + (1.0 - damping) / n
+    sources, targets = graph.edges()
+    loops = sources[sources == targets]
+    contrib = np.divide(ranks, graph.out_degree, out=np.zeros(n), where=graph.out_degree > 0)
+    no_loops = pulled - damping * np.bincount(loops, weights=contrib[loops], minlength=n)
+    in_mass = float(ranks[graph.in_degree == 0].sum())
     variants = {RENORMALISED: no_dangling / no_dangling.sum(),
+                SELF_LOOPS_DROPPED: no_loops + (damping * mass + 1.0 - damping) / n,
+                IN_DEGREE_DANGLING: pulled + (damping * in_mass + 1.0 - damping) / n,
                 UNDAMPED_DANGLING: pulled + (mass + 1.0 - damping) / n,
                 DANGLING_LOST: no_dangling,
                 TELEPORT_NOT_SHARED: pulled + damping * mass / n + 1.0 - damping}
@@ -156,23 +174,28 @@ def check_pagerank_step(function, seed=None, quiet: bool = False,
     guard = [a for _, (g, settings, _, _) in cases
              for a in list(pristine_arrays(g).values()) + [settings[0][0], settings[1][0]]]
     output = Output()
-    results = run_calls(function, calls, inputs=inputs, guard=guard, time_limit=time_limit, output=output)
+    results = run_calls(function, calls, inputs=inputs, guard=guard, time_limit=time_limit, output=output,
+                        forbidden=STEP_ANSWERS)
 
     def check(case):
         graph, settings, first, k = case
         n = graph.num_vertices
-        values = [results.value(first), results.value(first + 1)]
+        results.value(first), results.value(first + 1)
         before = pristine_arrays(graph)
         before.update({f"ranks (call {j + 1})": settings[j][0] for j in range(2)})
         inputs_unchanged(before, {name.split("|", 1)[1]: a for name, a in results.inputs.items()
                                   if name.startswith(f"{k}|")})
-        first_right = False
-        for j in range(2):
-            with state_explains(results, [first + j]):
-                got = as_array(values[j], "the returned ranks", "f", n)
-                _one_step(graph, settings, j, got, first_right)
-            first_right = j == 0
-        return None
+        not_borrowed(results, [first, first + 1])
+
+        def both(values):
+            first_right = False
+            for j in range(2):
+                with state_explains(results, [first + j]):
+                    got = as_array(values[j], "the returned ranks", "f", n)
+                    _one_step(graph, settings, j, got, first_right)
+                first_right = j == 0
+
+        checked(results, [first, first + 1], both)
 
     return run("pagerank_step", seed, cases, check, quiet, results.notes, output,
                scale_review(graphs[-1].name))
@@ -257,27 +280,33 @@ def check_transpose(function, seed=None, quiet: bool = False, time_limit: float 
 
     guard = [a for g in graphs for a in (g.out_offsets, g.out_targets, g.in_offsets, g.in_sources)]
     output = Output()
-    results = run_calls(function, calls, inputs=inputs, guard=guard, time_limit=time_limit, output=output)
+    results = run_calls(function, calls, inputs=inputs, guard=guard, time_limit=time_limit, output=output,
+                        forbidden=TRANSPOSE_ANSWERS)
 
     def check(k):
         graph = graphs[k]
-        n, m = graph.num_vertices, graph.num_edges
-        value = results.value(k)
+        results.value(k)
         inputs_unchanged({"out_offsets": graph.out_offsets, "out_targets": graph.out_targets},
                          {name.split("|", 1)[1]: a for name, a in results.inputs.items()
                           if name.startswith(f"{k}|")})
-        with state_explains(results, [k]):
-            first, second = as_pair(value, "(in_offsets, in_sources)")
-            got_offsets = as_array(first, "in_offsets", "i")
-            got_sources = as_array(second, "in_sources", "i")
-            if got_offsets.size == m and got_sources.size == n + 1 and m != n + 1:
-                raise Wrong(f"the first array has {m} entries (one per edge), the second {n + 1}",
-                            "the pair is in the wrong order: return (in_offsets, in_sources)")
-            _offsets(graph, got_offsets)
-            _sources(graph, got_sources)
+        not_borrowed(results, [k])
+        checked(results, [k], lambda values: _transposed(graph, values[0]))
 
     cases = [(g.name, k) for k, g in enumerate(graphs)]
     return run("transpose", seed, cases, check, quiet, results.notes, output, scale_review(graphs[-1].name))
+
+
+def _transposed(graph: Graph, value) -> None:
+    """Raise Wrong with the likely cause when ``value`` is not the pair (in_offsets, in_sources)."""
+    n, m = graph.num_vertices, graph.num_edges
+    first, second = as_pair(value, "(in_offsets, in_sources)")
+    got_offsets = as_array(first, "in_offsets", "i")
+    got_sources = as_array(second, "in_sources", "i")
+    if got_offsets.size == m and got_sources.size == n + 1 and m != n + 1:
+        raise Wrong(f"the first array has {m} entries (one per edge), the second {n + 1}",
+                    "the pair is in the wrong order: return (in_offsets, in_sources)")
+    _offsets(graph, got_offsets)
+    _sources(graph, got_sources)
 
 
 # --- 33: top-k -----------------------------------------------------------------------------------------
@@ -309,9 +338,15 @@ def _top_k_wrong(ranks: np.ndarray, k: int, got: np.ndarray, expected: np.ndarra
     if np.array_equal(ranks[got], ranks[expected]):
         raise Wrong(detail, "ties broken the wrong way: among equal ranks the smaller vertex id comes "
                             "first (a stable sort of -ranks, not a reversed sort of ranks)")
-    single = ranks.astype(np.float32)
-    if np.array_equal(single[got], single[expected]):
-        raise Wrong(detail, FLOAT32_COMPARE)
+    coarse = [(ranks.astype(np.float32), "in float32", "0.1 and 0.1 + 1e-12"),
+              (ranks.astype(np.float16), "in float16", "ranks that agree in 3 digits")]
+    coarse += [(np.round(ranks, d), f"rounded to {d} decimals", f"ranks less than 1e-{d} apart")
+               for d in range(15, 0, -1)]
+    explained = [(how, example) for values, how, example in coarse
+                 if np.array_equal(values[got], values[expected])]
+    if explained:                                     # every coarser form the evidence fits
+        raise Wrong(detail, COARSE_COMPARE.format(how=" or ".join(h for h, _ in explained[:3]),
+                                                  example=explained[0][1]))
     if set(got.tolist()) == set(expected.tolist()):
         raise Wrong(detail, "the right vertices in the wrong order: largest rank first")
     missing = sorted(set(expected.tolist()) - set(got.tolist()))[0]
@@ -339,18 +374,22 @@ def check_top_k(function, seed=None, quiet: bool = False, time_limit: float = CP
     calls = [Call((copy, k)) for copy, (_, _, k) in zip(given, pairs)]
     output = Output()
     results = run_calls(function, calls, inputs=lambda: {str(i): a for i, a in enumerate(given)},
-                        guard=list(vectors.values()), time_limit=time_limit, output=output)
+                        guard=list(vectors.values()), time_limit=time_limit, output=output,
+                        forbidden=TOP_K_ANSWERS)
 
     def check(case):
         ranks, k, i = case
-        value = results.value(i)
+        results.value(i)
         given_back = {"ranks": a for name, a in results.inputs.items() if name == str(i)}
         inputs_unchanged({"ranks": ranks}, given_back)
+        not_borrowed(results, [i])
         expected = REF.top_k(ranks, k)
-        with state_explains(results, [i]):
+
+        def one(values):
             try:
-                got = as_array(value, "the returned indices", "i")
+                got = as_array(values[0], "the returned indices", "i")
             except Wrong as wrong:
+                value = values[0]
                 values = np.asarray(value) if isinstance(value, (np.ndarray, list, tuple)) else None
                 if values is not None and values.shape == expected.shape and values.dtype.kind == "f" \
                         and np.array_equal(values, ranks[expected]):
@@ -358,5 +397,7 @@ def check_top_k(function, seed=None, quiet: bool = False, time_limit: float = CP
                                               "(indices) of the k largest ranks") from None
                 raise
             _top_k_wrong(ranks, k, got, expected)
+
+        checked(results, [i], one)
 
     return run("top_k", seed, cases, check, quiet, results.notes, output, scale_review(list(vectors)[-1]))

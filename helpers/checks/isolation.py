@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import borrowed
 from .limits import OUTPUT_LIMIT, Output, TimedOut, call, error_record, limit_note, timed_out, wrong_for
 from .report import GENERATOR, Opaque, Wrong, describe_value
 
@@ -70,6 +71,8 @@ class Results:
     stopped_at: int | None = None                 # the first call that never returned, if any
     stop: Wrong | None = None
     notes: list = field(default_factory=list)
+    borrowed: dict = field(default_factory=dict)  # call -> the course's functions it called (``borrowed``)
+    rerun: object = None                          # indices -> Results of those calls alone, in a fresh child
 
     def value(self, i: int):
         """What call i returned; raises the Wrong it stands for when it raised or never returned."""
@@ -201,22 +204,25 @@ def _plain(outcomes, inputs) -> tuple[list, dict, dict]:
     return values, given, _sharing(outcomes)
 
 
-def _child(fd: int, function, calls, inputs) -> None:
+def _child(fd: int, function, calls, inputs, forbidden) -> None:
     """The child: every call in order, then every result as plain data, then exit without cleanup."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)        # a Ctrl-C is the parent's to handle
         faulthandler.disable()                               # a crash is the parent's to report
+        record, _ = borrowed.install(forbidden)              # never restored: the child exits
         out = _Forward(fd)
         sys.stdout = sys.stderr = out
         outcomes = []
         for i, each in enumerate(calls):
+            record["call"] = i
             try:
                 outcomes.append((True, function(*each.args, **each.kwargs)))
             except BaseException as error:                  # what it raised, SystemExit included
                 outcomes.append((False, error_record(error, function)))
             ok, value = outcomes[-1]                        # as it is now: used only if a later call hangs
             _send(fd, ("done", i, out.dropped, encode(value) if ok else ("error",) + tuple(value)))
-        _send(fd, ("results",) + _plain(outcomes, inputs) + (out.dropped,))
+        record["call"] = None
+        _send(fd, ("results",) + _plain(outcomes, inputs) + (out.dropped, borrowed.used_by(record)))
     except BaseException as error:
         try:
             _send(fd, ("broken", f"{type(error).__name__}: {error}"[:300]))
@@ -277,12 +283,13 @@ def _ended(process, current: int) -> Wrong:
                  "function must return its result", stop=True)
 
 
-def _run_forked(function, calls, inputs, time_limit, output: Output) -> Results | None:
+def _run_forked(function, calls, inputs, time_limit, output: Output, forbidden=()) -> Results | None:
     """The calls in a forked child, read back with a time limit per call (the child killed past it)."""
     results = Results([None] * len(calls), [None] * len(calls))
     read_fd, write_fd = os.pipe()
     process = multiprocessing.get_context("fork").Process(target=_child,
-                                                          args=(write_fd, function, calls, inputs),
+                                                          args=(write_fd, function, calls, inputs,
+                                                                forbidden),
                                                           daemon=True)
     try:
         with warnings.catch_warnings():             # Python 3.12+ warns about forking a threaded process
@@ -322,6 +329,7 @@ def _run_forked(function, calls, inputs, time_limit, output: Output) -> Results 
                     final = message
                     _store(results, *message[1:4])
                     dropped = int(message[4])
+                    results.borrowed = {int(i): [str(n) for n in names] for i, names in message[5].items()}
                 else:                                    # "broken": the checker's code failed in the child
                     detail = f"the process running your function stopped: {str(message[1])[:300]}"
                     results.stopped_at, results.stop = current, Wrong(detail, BROKEN, stop=True)
@@ -363,21 +371,27 @@ def _fingerprint(arrays) -> list[bytes]:
     return [hashlib.sha256(np.ascontiguousarray(a).tobytes()).digest() for a in arrays]
 
 
-def _run_here(function, calls, inputs, guard, time_limit, output: Output) -> Results:
+def _run_here(function, calls, inputs, guard, time_limit, output: Output, forbidden=()) -> Results:
     """The calls in this process (no fork): limits.call, the checker's arrays compared before and after."""
     results = Results([None] * len(calls), [None] * len(calls), notes=[IN_PROCESS] + limit_note())
     before = _fingerprint(guard)
     outcomes = []
-    for i, each in enumerate(calls):
-        try:
-            value = call(function, *each.args, time_limit=time_limit, output=output, **each.kwargs)
-            outcomes.append((True, value))
-        except TimedOut as wrong:
-            results.stopped_at, results.stop = i, wrong
-            break
-        except Wrong as wrong:
-            results.errors[i] = wrong
-            outcomes.append((False, None))
+    record, restore = borrowed.install(forbidden)
+    try:
+        for i, each in enumerate(calls):
+            record["call"] = i
+            try:
+                value = call(function, *each.args, time_limit=time_limit, output=output, **each.kwargs)
+                outcomes.append((True, value))
+            except TimedOut as wrong:
+                results.stopped_at, results.stop = i, wrong
+                break
+            except Wrong as wrong:
+                results.errors[i] = wrong
+                outcomes.append((False, None))
+    finally:
+        restore()
+    results.borrowed = borrowed.used_by(record)
     values, given, results.shared = _plain(outcomes, inputs)
     for i, data in enumerate(values):
         if results.errors[i] is None:
@@ -393,13 +407,18 @@ def _run_here(function, calls, inputs, guard, time_limit, output: Output) -> Res
 
 
 def run_calls(function, calls: list[Call], *, inputs=None, guard=(), time_limit: float | None,
-              output: Output) -> Results:
+              output: Output, forbidden=()) -> Results:
     """Every call of ``function``, in order, apart from the checker (see the module's docstring).
     ``inputs()`` is evaluated after the last call, where the calls ran, and names the arrays to send back
     (the inputs as the calls left them); ``guard`` lists the checker's own arrays, compared before and
-    after the calls when they run in this process. What the code prints goes to ``output``."""
+    after the calls when they run in this process. What the code prints goes to ``output``; calls of the
+    functions named in ``forbidden`` are noted (``checks.borrowed``). Where the calls ran in a child,
+    ``results.rerun(indices)`` runs those calls again, alone, in a fresh child (what they give without the
+    earlier calls: evidence of state kept across calls), or gives None when it cannot."""
     if CAN_FORK:
-        results = _run_forked(function, calls, inputs, time_limit, output)
+        results = _run_forked(function, calls, inputs, time_limit, output, forbidden)
         if results is not None:
+            results.rerun = lambda indices: _run_forked(function, [calls[i] for i in indices], None,
+                                                        time_limit, Output(), forbidden)
             return results
-    return _run_here(function, calls, inputs, guard, time_limit, output)
+    return _run_here(function, calls, inputs, guard, time_limit, output, forbidden)

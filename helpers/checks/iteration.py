@@ -18,9 +18,8 @@ from .isolation import Call, run_calls
 from .limits import CPU_TIME_LIMIT, Output
 from .pristine import REFERENCE as REF
 from .report import Report, Wrong, largest_difference, run, worst_vertex
-from .returned import (as_array, as_integer, as_pair, begin, cpu_graphs, graph_arrays, graph_copy,
-                       inputs_unchanged,
-                       pristine_arrays, scale_review, state_explains)
+from .returned import (as_array, as_integer, as_pair, begin, checked, cpu_graphs, graph_arrays, graph_copy,
+                       inputs_unchanged, not_borrowed, pristine_arrays, scale_review)
 
 OFF_BY_ONE = ("iteration count off by one: the course counts the steps taken, including the one whose L1 "
               "change fell below tol")
@@ -45,6 +44,8 @@ UNEXPLAINED = ("your ranks are not the course's iterate after {k} steps from the
                "of the usual causes fits (a hard-coded, undamped or renormalised step, float32, another "
                "start): check the step with exercise 01, the start vector and what the loop keeps between "
                "steps")
+ANSWERS = ("helpers.reference.pagerank", "helpers.reference.iterate",
+           "helpers.checks.pristine.REFERENCE.pagerank")          # the course's own answer (``borrowed``)
 MATCH = 1e-11               # L1 distance below which two rank vectors are one iterate (float64 noise ~1e-13)
 FLOAT32_START_ERROR = 3e-7  # the most L1 error a float32 start (or first step) leaves in the first iterate
 
@@ -134,6 +135,9 @@ def _check_run(graph: Graph, damping: float, tol: float, max_iter: int, reached:
                earlier: dict) -> str:
     n = graph.num_vertices
     ranks, k = as_pair(value, "(ranks, iterations)")
+    if isinstance(ranks, (int, np.integer)) and isinstance(k, (np.ndarray, list, tuple)):
+        raise Wrong(f"returned ({ranks!r}, an array): the count first",
+                    "the pair is in the wrong order: return (ranks, iterations)")
     got, k = as_array(ranks, "the returned ranks", "f", n), as_integer(k, "iterations")
     setting = f"d = {damping:.3f}, tol = {tol:.2g}, max_iter = {max_iter:,}"
     total = float(got.sum())
@@ -221,7 +225,7 @@ def check_power_iteration(function, seed=None, quiet: bool = False,
     output = Output()
     guard = [a for g in graphs for a in pristine_arrays(g).values()]
     results = run_calls(function, calls, inputs=inputs, guard=guard,
-                        time_limit=time_limit, output=output) if takes_max_iter else None
+                        time_limit=time_limit, output=output, forbidden=ANSWERS) if takes_max_iter else None
 
     def check(case):
         i, graph, damping, tol, max_iter, reached, truth = case
@@ -229,12 +233,13 @@ def check_power_iteration(function, seed=None, quiet: bool = False,
             raise Wrong("the function does not take a max_iter argument",
                         "keep the signature power_iteration(graph, damping, tol, max_iter=100_000): the "
                         "checker passes max_iter", stop=True)
-        value = results.value(i)
+        results.value(i)
         inputs_unchanged(pristine_arrays(graph), {name.split("|", 1)[1]: a
                                                   for name, a in results.inputs.items()
                                                   if name.startswith(f"{i}|")})
-        with state_explains(results, [i]):
-            return _check_run(graph, damping, tol, max_iter, reached, truth, value, _earlier(i, graph))
+        not_borrowed(results, [i])
+        return checked(results, [i], lambda values: _check_run(graph, damping, tol, max_iter, reached, truth,
+                                                               values[0], _earlier(i, graph)))
 
     def _earlier(i: int, graph: Graph) -> dict:
         """The ranks each earlier call on a graph of this size returned (valid ones only)."""

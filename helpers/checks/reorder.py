@@ -22,9 +22,10 @@ from .isolation import Call, run_calls
 from .limits import CPU_TIME_LIMIT, Output
 from .pristine import REFERENCE as REF
 from .report import Report, Wrong, describe_value, run
-from .returned import (as_array, begin, cpu_graphs, inputs_unchanged, overflow_cause, scale_review,
-                       state_explains)
+from .returned import (as_array, begin, checked, cpu_graphs, inputs_unchanged, not_borrowed, overflow_cause,
+                       scale_review, wrapped_type)
 
+ANSWERS = ("helpers.checks.reorder.out_degree_order", "helpers.checks.reorder.relabelled")
 STEPS = 30                  # float64 steps of both graphs compared (PageRank up to the renumbering)
 NOT_A_PERMUTATION = ("perm must be a permutation of 0..n-1, every vertex exactly once: np.argsort of a key "
                      "gives one")
@@ -101,6 +102,10 @@ def iterates_match(graph: Graph, perm: np.ndarray, offsets: np.ndarray, sources:
 
 def _perm(graph: Graph, got: np.ndarray) -> np.ndarray:
     n, want = graph.num_vertices, out_degree_order(graph.out_degree)
+    narrow = wrapped_type(got, want)
+    if narrow is not None:
+        raise Wrong(f"perm runs from {got.min()} to {got.max()}, expected 0 to {n - 1}",
+                    overflow_cause("the vertex ids in perm", narrow, n - 1, "the largest id"))
     if ((got < 0) | (got >= n)).any() or np.bincount(got, minlength=n).max(initial=1) != 1:
         counts = np.bincount(got[(got >= 0) & (got < n)], minlength=n)
         missing = f", e.g. vertex {int(np.argmin(counts))} never" if (counts == 0).any() else ""
@@ -130,13 +135,19 @@ def _csr(graph: Graph, perm: np.ndarray, offsets: np.ndarray, sources: np.ndarra
     the PageRank iterates otherwise."""
     n, m = graph.num_vertices, graph.num_edges
     new_id = inverse(perm)
+    want_offsets, want_sources = relabelled(graph, perm, new_id)
+    for name, got, want, why in (("in_offsets", offsets, want_offsets, "the last offset (one per edge)"),
+                                 ("in_sources", sources, want_sources, "the largest source id")):
+        narrow = wrapped_type(got, want)
+        if narrow is not None:
+            raise Wrong(f"{name} runs from {got.min()} to {got.max()}, expected 0 to {want.max()}",
+                        overflow_cause(f"the values of {name}", narrow, int(want.max()), why))
     if offsets.size != n + 1 or offsets[0] != 0 or offsets[-1] != m or (np.diff(offsets) < 0).any():
         raise Wrong(f"in_offsets has {offsets.size:,} entries, from {offsets[:1].tolist()} to "
                     f"{offsets[-1:].tolist()} (n = {n:,}, {m:,} edges)", ROWS)
     if sources.size != m or ((sources < 0) | (sources >= n)).any():
         raise Wrong(f"in_sources has {sources.size:,} entries, from {sources.min(initial=0)} to "
                     f"{sources.max(initial=0)}", "in_sources holds one new id (0..n-1) per edge")
-    want_offsets, want_sources = relabelled(graph, perm, new_id)
     if np.array_equal(offsets, want_offsets) and np.array_equal(sources, want_sources):
         distance = iterates_match(graph, perm, offsets, sources)
         if distance > 1e-10:
@@ -174,6 +185,15 @@ def _first_bad_row(want_offsets, want_sources, offsets, sources) -> str:
     a, b, c, d = offsets[first], offsets[first + 1], want_offsets[first], want_offsets[first + 1]
     return (f"row of new vertex {first}: in-links {sources[a:b][:8].tolist()}, expected "
             f"{want_sources[c:d][:8].tolist()}")
+
+
+def _triple(graph: Graph, value):
+    """(perm, in_offsets, in_sources, PageRank distance) when ``value`` is right, else Wrong."""
+    if not (isinstance(value, (tuple, list)) and len(value) == 3):
+        raise Wrong(f"returned {describe_value(value)}", "return a triple: (perm, in_offsets, in_sources)")
+    perm = _perm(graph, as_array(value[0], "perm", "i", graph.num_vertices))
+    offsets, sources = as_array(value[1], "in_offsets", "i"), as_array(value[2], "in_sources", "i")
+    return perm, offsets, sources, _csr(graph, perm, offsets, sources)
 
 
 def measured(graph: Graph, perm: np.ndarray, offsets: np.ndarray, sources: np.ndarray) -> str:
@@ -241,21 +261,16 @@ def check_reorder(function, seed=None, quiet: bool = False, time_limit: float = 
 
     guard = [a for g in graphs for a in (g.in_offsets, g.in_sources, g.out_degree)]
     output = Output()
-    results = run_calls(function, calls, inputs=inputs, guard=guard, time_limit=time_limit, output=output)
+    results = run_calls(function, calls, inputs=inputs, guard=guard, time_limit=time_limit, output=output,
+                        forbidden=ANSWERS)
 
     def check(k):
         graph = graphs[k]
         inputs_unchanged({name: getattr(graph, name) for name in names},
                          {name.split("|", 1)[1]: a for name, a in results.inputs.items()
                           if name.startswith(f"{k}|")})
-        with state_explains(results, [k]):
-            value = results.value(k)
-            if not (isinstance(value, (tuple, list)) and len(value) == 3):
-                raise Wrong(f"returned {describe_value(value)}",
-                            "return a triple: (perm, in_offsets, in_sources)")
-            perm = _perm(graph, as_array(value[0], "perm", "i", graph.num_vertices))
-            offsets, sources = as_array(value[1], "in_offsets", "i"), as_array(value[2], "in_sources", "i")
-            distance = _csr(graph, perm, offsets, sources)
+        not_borrowed(results, [k])
+        perm, offsets, sources, distance = checked(results, [k], lambda values: _triple(graph, values[0]))
         note = f"PageRank unchanged up to the renumbering ({STEPS} steps, L1 {distance:.0e})"
         found = measured(graph, perm, offsets, sources)
         return f"{note}; {found}" if found else note

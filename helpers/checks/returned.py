@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import generators
 from ..graph import Graph
-from . import pristine
+from . import borrowed, pristine
 from .report import (CHANGED_INPUT, GENERATOR, Opaque, Report, Wrong, changed, describe_value, fresh_seed,
                      refused)
 
@@ -22,6 +22,12 @@ SHARED_RESULT = ("state kept across calls: what your function returned was overw
                  "it returns the same buffer every time (an array made once and filled again, or a view of "
                  "one), so a caller that keeps a result sees it change (a power iteration that keeps the "
                  "old ranks sees an L1 change of 0): return a new array from every call")
+STATE_FROM_EARLIER = ("state kept across calls: run alone, as the first call of a fresh process, this input "
+                      "gets the right answer, but after the checker's earlier calls on other inputs a wrong "
+                      "one: your function keeps something from an earlier call (a cache or a global keyed by "
+                      "the size, a default argument, an attribute of the function) and uses it again; compute "
+                      "everything from the arguments of each call")
+KNOWN_STATE = ("state kept", "a warm start")
 YIELDED = ("the function yields instead of returning: a function that contains `yield` runs none of its "
            "body when called and hands back a generator; return the result")
 SCALE_ONLY = ("only the largest input (more than 2**16 vertices; in a graph, a hub of more than 2**15 "
@@ -130,6 +136,40 @@ def state_explains(results, calls):
                         SHARED_RESULT) \
                 from None
         raise
+
+
+def not_borrowed(results, calls) -> None:
+    """Raise Wrong when one of ``calls`` called the course's own answer (``checks.borrowed``)."""
+    for i in calls:
+        names = results.borrowed.get(i)
+        if names:
+            raise Wrong(f"call {i + 1} called {', '.join(names)}", borrowed.cause(names))
+
+
+def checked(results, calls: list[int], body):
+    """``body(values)`` on the values ``calls`` returned. A Wrong it raises about calls that came after
+    others is put to the test: the same calls run again alone, in a fresh process; when ``body`` then finds
+    nothing wrong, the cause is state kept from the earlier calls. Results sharing one buffer are named
+    first (``state_explains``)."""
+    with state_explains(results, calls):
+        try:
+            return body([results.value(i) for i in calls])
+        except Wrong as wrong:
+            if wrong.stop or min(calls) == 0 or results.rerun is None \
+                    or wrong.cause.startswith(KNOWN_STATE):
+                raise
+            alone = results.rerun(calls)
+            try:
+                fresh = None if alone is None else [alone.value(j) for j in range(len(calls))]
+            except Wrong:
+                fresh = None
+            if fresh is None:
+                raise
+            try:
+                body(fresh)
+            except Wrong:
+                raise wrong from None
+            raise Wrong(f"{wrong.detail} (and right when run alone)", STATE_FROM_EARLIER) from None
 
 
 # --- what comes back ---------------------------------------------------------------------------------
