@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 from .graph import ArgumentError, as_path, check_flag, check_integer, check_seconds
+from .graphfiles import other_format
 
 MIN_RATE = 10_000          # bytes/s: the default deadline allows the file's size at this rate ...
 DEADLINE_SLACK = 120.0     # ... plus this many seconds
@@ -297,6 +298,7 @@ def fetch(url: str, dest: Path, *, name: str, size_guess: int, max_bytes: int, r
         part = dest.with_name(f"{dest.name}.part{attempt}")   # a late write of an abandoned attempt cannot
         try:                                                  # reach the next attempt's file
             _attempt(url, part, clock, max_bytes=max_bytes, timeout=timeout, progress=progress)
+            _refuse_a_page(part)
             os.replace(part, dest)
             return
         except _Retry as retry:
@@ -313,6 +315,16 @@ def fetch(url: str, dest: Path, *, name: str, size_guess: int, max_bytes: int, r
         time.sleep(pause)
     tries = f" ({attempt} attempts)" if attempt > 1 else ""
     raise DownloadError(f"{url}: {last}{tries}")
+
+
+def _refuse_a_page(part: Path) -> None:
+    """A web page answered with 200 in place of the file (a Wi-Fi login, a proxy's or a site's error page) is
+    a download that failed, not a damaged file: DownloadError, so the course falls back to its stand-in."""
+    with open(part, "rb") as arrived:
+        start = arrived.read(256)
+    if other_format(start) == "an HTML page":
+        part.unlink(missing_ok=True)
+        raise DownloadError("the server sent a web page (a Wi-Fi login or an error page?), not the file")
 
 
 def _pooch():

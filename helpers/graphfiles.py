@@ -82,6 +82,13 @@ OTHER_FORMATS = {b"BZh": "a bzip2 file", b"PK\x03\x04": "a zip archive", b"\xfd7
                  b"<!doctype html": "an HTML page", b"<html": "an HTML page"}
 
 
+def other_format(start: bytes) -> str | None:
+    """What a file that starts with these bytes is, where it is no edge list: 'an HTML page', 'a zip
+    archive', ...; None for anything else (text, gzip)."""
+    return next((what for magic, what in OTHER_FORMATS.items()
+                 if start.startswith(magic) or start.lstrip().lower().startswith(magic)), None)
+
+
 @contextlib.contextmanager
 def _opened(path: Path):
     """The file's bytes, decompressed when they start as gzip does (whatever the name: a server may have
@@ -94,8 +101,7 @@ def _opened(path: Path):
             with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
                 yield unzipped
             return
-        what = next((w for magic, w in OTHER_FORMATS.items()
-                     if start.startswith(magic) or start.lstrip().lower().startswith(magic)), None)
+        what = other_format(start)
         if what is not None:
             raise GraphFormatError(f"{path}: it is {what}, not an edge list (plain text, or gzip-compressed)")
         yield raw
