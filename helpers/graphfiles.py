@@ -409,8 +409,9 @@ def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None =
 
 
 def write_edge_list(graph: Graph, path, *, header: str | None = None) -> Path:
-    """Write a graph as a SNAP-style edge list (gzipped when the name ends in .gz), original ids if known.
-    The header (default: the graph's name) becomes one comment line, whatever line breaks it holds."""
+    """Write a graph as a SNAP-style edge list (gzipped when the name ends in .gz), original ids if known,
+    atomically. The header (default: the graph's name) becomes one comment line, whatever line breaks it
+    holds. A path in no folder, or a folder or device, is an ArgumentError."""
     if not isinstance(graph, Graph):
         raise ArgumentError(f"expected a Graph, got {type(graph).__name__}")
     if header is not None and not isinstance(header, str):
@@ -429,7 +430,13 @@ def write_edge_list(graph: Graph, path, *, header: str | None = None) -> Path:
     data = ("\n".join(lines) + "\n" + body).encode()
     if path.suffix == ".gz":
         data = gzip.compress(data, compresslevel=6, mtime=0)
-    path.write_bytes(data)
+    if not path.parent.is_dir():
+        raise ArgumentError(f"{path}: cannot write the edge list: {path.parent} is not a folder")
+    with contextlib.suppress(FileNotFoundError):
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):         # never replace a folder, a device or a pipe with a file
+            raise ArgumentError(f"{path}: cannot write the edge list there: it is {_kind(mode)}")
+    write_atomically(path, lambda f: f.write(data))          # a reader never sees half a file
     return path
 
 

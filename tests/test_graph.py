@@ -561,3 +561,24 @@ def test_seconds_are_checked_as_numbers_of_seconds():
             graph.check_seconds(bad, "t")
     with pytest.raises(ArgumentError, match=r"t must be at most 60 s, got 1e\+308"):
         graph.check_seconds(1e308, "t", maximum=60)
+
+
+def test_an_edge_list_is_written_atomically_and_never_over_a_folder_or_device(tmp_path, monkeypatch):
+    g = from_edges([0, 1], [1, 2])
+    with pytest.raises(ArgumentError, match="is not a folder"):
+        write_edge_list(g, tmp_path / "missing" / "g.txt")
+    with pytest.raises(ArgumentError, match="it is a folder"):
+        write_edge_list(g, tmp_path)
+    with pytest.raises(ArgumentError, match="it is a device or socket"):
+        write_edge_list(g, "/dev/null")
+    path = tmp_path / "g.txt"
+    write_edge_list(g, path)
+    before = path.read_bytes()
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)           # the write fails after part of it was made
+    with pytest.raises(OSError, match="No space left"):
+        write_edge_list(from_edges([0, 1, 2], [1, 2, 0]), path)
+    assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["g.txt"]
