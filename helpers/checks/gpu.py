@@ -142,7 +142,7 @@ def probe_kernel(device: Device, code: str, spec: Spec):
 def source_cases(code: str, spec: Spec) -> list:
     """One case per distinct hazard the lint finds in the source."""
     by_cause: dict[str, list] = {}
-    for hazard in lint(code, spec.kernel, lane_stride=spec.lane_stride):
+    for hazard in lint(code, spec.kernel, lane_stride=spec.lane_stride, block=BLOCK):
         by_cause.setdefault(hazard.cause, []).append(hazard)
     return [(f"the kernel's source, line {found[0].line} (read, not run)", ("source", found))
             for found in by_cause.values()]

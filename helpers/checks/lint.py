@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cuda import Function, Node, functions, number, parse_expression, statement_expressions, walk
+from .cuda import Function, Node, functions, match, number, parse_expression, statement_expressions, walk
 from .flow import U, Uniformity, constants_of
 
 COLLECTIVES = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync", "__syncwarp",
@@ -34,9 +34,12 @@ ACTIVEMASK = ("__activemask() used as a mask: it reports which lanes happen to r
               "with every lane reaching the shuffle (or a mask from __ballot_sync taken before the branch)")
 PARTIAL = ("the mask {mask} leaves out lanes that reach this {call} too: a lane outside the mask that "
            "executes it, or whose value is read, is undefined behaviour")
-AFTER_RETURN = ("a {call} after some lanes of the warp may have returned (line {line}): lanes that "
-                "returned do not take part, yet the mask names them, and the values read from them are "
+AFTER_RETURN = ("a {call} after some lanes of the warp may have {left} (line {line}): lanes that "
+                "{left} do not take part, yet the mask names them, and the values read from them are "
                 "undefined; let every lane reach the {call} (guard the work, not the shuffle)")
+LEFT = {"return": ("returned", "returning"), "break": ("left the loop (break)", "breaking out"),
+        "continue": ("skipped the rest of this round of the loop (continue)", "skipping ahead"),
+        "goto": ("jumped past it (goto)", "jumping")}
 DIVERGENT = ("a {call} inside code that only some lanes of the warp run (the condition on line {line} "
              "differs between lanes): the mask names lanes that never arrive; move the {call} out of the "
              "branch or loop so that every lane executes it")
@@ -49,14 +52,18 @@ BARRIER_DIVERGENT = ("a {call} inside code that only part of the block runs (the
                      "differs between the threads of a block): every thread of the block must reach each "
                      "barrier, or the block can hang or go on before the others have written; move the "
                      "barrier out of the branch or loop (guard the work, not the barrier)")
-BARRIER_AFTER_RETURN = ("a {call} after some threads of the block may have returned (line {line}): every "
-                        "thread of the block must reach each barrier; instead of returning, let those "
+BARRIER_AFTER_RETURN = ("a {call} after some threads of the block may have {left} (line {line}): every "
+                        "thread of the block must reach each barrier; instead of {leaving}, let those "
                         "threads take part with a neutral value (0 past n) and skip only the work")
 BLOCK_UB = (" — undefined behaviour: it may give the right numbers on one GPU and hang or read partial "
             "values on another")
 BLOCK_ATOMIC = ("{call} on {target}, which other blocks update too: a _block atomic is atomic only among "
                 "the threads of one block, so updates from two blocks to one element can be lost (a race "
                 "that the usual launches may not show); use {plain}")
+SMALL_SHARED = ("the shared array {name} has {size} elements, yet every thread of the block reaches "
+                "{name}[{index}] and the checker launches {block} threads per block: threads {size} to "
+                "{last} read or write past its end — into another shared variable, or outside the block's "
+                "shared memory (a fault); give it one element per thread ({block}), or guard the access")
 LANE_STRIDE = ("the lanes do not stride the in-links by {stride} as the exercise prescribes (this loop "
                "steps by {got}): lane l must take in-links l, l + {stride}, ..., so that the lanes of a "
                "warp read consecutive in_sources together (one coalesced load); contiguous chunks per "
@@ -72,24 +79,25 @@ class Hazard:
 
 
 def lint(code: str, function: str | None = None, lane_stride: str | None = None,
-         row: str = "in_sources") -> list[Hazard]:
+         row: str = "in_sources", block: int | None = None) -> list[Hazard]:
     """Hazards in ``code`` (see the module's docstring), each with its line and cause; [] when none is found
     or the source cannot be read (then the compiler will say what is wrong). ``lane_stride`` ('32',
-    'width') is the stride the exercise prescribes for the loops that read the array ``row``."""
+    'width') is the stride the exercise prescribes for the loops that read the array ``row``; ``block``
+    the most threads per block the checker launches (a shared array smaller than that is named)."""
     try:
         found, _ = functions(code)
     except (ValueError, IndexError, RecursionError):
         return []
     lines = code.split("\n")
-    collective_helpers = {f.name for f in found if not f.kernel and _has(f.body, COLLECTIVES)}
-    barrier_helpers = {f.name for f in found if not f.kernel and _has(f.body, BARRIERS)}
+    collective_helpers = _helpers(found, COLLECTIVES)
+    barrier_helpers = set(_helpers(found, BARRIERS))
     hazards: list[Hazard] = []
     for fn in found:
         if function is not None and fn.kernel and fn.name != function:
             continue
         try:
             hazards += _warp_hazards(fn, collective_helpers, lines)
-            hazards += _block_hazards(fn, barrier_helpers, lines)
+            hazards += _block_hazards(fn, barrier_helpers, lines, block)
             hazards += _shared_steps(fn, lines)
             if lane_stride and fn.kernel:
                 hazards += _lane_strides(fn, lane_stride, row, lines)
@@ -101,6 +109,36 @@ def lint(code: str, function: str | None = None, lane_stride: str | None = None,
             seen.add((hazard.line, hazard.cause))
             unique.append(hazard)
     return unique
+
+
+def _helpers(found: list[Function], names: set[str]) -> dict[str, int | None]:
+    """The __device__ functions that call one of ``names``, or such a helper (a helper of a helper), each
+    with the position of the parameter it passes as every such call's mask (None: not one parameter)."""
+    helpers: dict[str, int | None] = {}
+    for _ in range(len(found)):
+        for fn in found:
+            if not fn.kernel and fn.name not in helpers and _has(fn.body, names | set(helpers)):
+                helpers[fn.name] = _mask_parameter(fn, names)
+    return helpers
+
+
+def _mask_parameter(fn: Function, names: set[str]) -> int | None:
+    """The position of ``fn``'s parameter that is the mask of every call of ``names`` in it, if one is."""
+    masks: set = set()
+
+    def visit(node: Node) -> None:
+        if node is None:
+            return
+        toks = node.toks + (node.init or []) + (node.step or [])
+        for i, tok in enumerate(toks[:-2]):
+            if tok.text in names and toks[i + 1].text == "(":
+                masks.add(toks[i + 2].text if toks[i + 3:i + 4] and toks[i + 3].text in ",)" else None)
+        for child in node.body:
+            visit(child)
+
+    visit(fn.body)
+    mask = masks.pop() if len(masks) == 1 else None
+    return fn.params.index(mask) if mask in fn.params else None
 
 
 def _has(node: Node, names: set[str]) -> bool:
@@ -118,40 +156,76 @@ def _hazard(lines: list[str], line: int, cause: str) -> Hazard:
     return Hazard(line, lines[line - 1].strip() if 0 < line <= len(lines) else "", cause)
 
 
+def _sites(node, uni: Uniformity, conditional: bool = False):
+    """The calls and indexed reads or writes of an expression, each with whether only some threads may
+    evaluate it: in a branch of ?: or on the right of && or || whose left side differs between threads."""
+    if node[0] == "cond":
+        yield from _sites(node[1], uni, conditional)
+        for part in node[2:4]:
+            yield from _sites(part, uni, conditional or uni.varies(node[1]))
+        return
+    if node[0] == "bin" and node[1] in ("&&", "||"):
+        yield from _sites(node[2], uni, conditional)
+        yield from _sites(node[3], uni, conditional or uni.varies(node[2]))
+        return
+    if node[0] in ("call", "index"):
+        yield node, conditional
+    for child in node[1:]:
+        for item in (child if isinstance(child, list) else [child]):
+            if isinstance(item, tuple):
+                yield from _sites(item, uni, conditional)
+
+
+def _switch(node: Node) -> bool:
+    then = node.body[0]
+    return node.kind == "if" and then is not None and then.kind == "block" and any(
+        c.kind == "label" and c.toks[0].text in ("case", "default") for c in then.body)
+
+
 def _walk(fn: Function, uni: Uniformity, site) -> None:
-    """Call ``site(call, line, divergent, returns)`` for every call in the function: ``divergent`` is the
-    line of the innermost condition that differs between threads (None where all run), ``returns`` the
-    lines of returns taken by some threads only, before this point."""
-    returns: list[int] = []
+    """Call ``site(node, line, divergent, left)`` for every call and indexed access in the function:
+    ``divergent`` is the line of the innermost condition (if, loop, ?:, && or ||) that differs between
+    threads (None where all run), ``left`` the (line, how) of the returns, breaks, continues and forward
+    gotos taken by some threads only, before this point, whose threads have not come back at it."""
+    left: list[tuple[int, str, str | None]] = []
+    labels: set[str] = set()
 
     def sites(expression, line: int, divergent: int | None) -> None:
-        for call in _calls(expression):
-            site(call, line, divergent, returns)
+        for node, conditional in _sites(expression, uni):
+            site(node, line, line if divergent is None and conditional else divergent, left)
 
-    def visit(node: Node, divergent: int | None) -> None:
+    def visit(node: Node, divergent: int | None, in_switch: bool = False) -> None:
         if node is None:
             return
         if node.kind == "block":
             for item in node.body:
-                visit(item, divergent)
+                visit(item, divergent, in_switch)
         elif node.kind == "simple":
             for expression in statement_expressions(node):
                 sites(expression, node.line, divergent)
-        elif node.kind == "return":
-            sites(parse_expression(node.toks[1:]), node.line, divergent)
-            if divergent is not None:
-                returns.append(node.line)
+        elif node.kind == "label":
+            labels.add(node.toks[0].text)
+            left[:] = [entry for entry in left if entry[2] != node.toks[0].text]
+        elif node.kind in ("return", "jump"):
+            how = node.toks[0].text
+            if how == "return":
+                sites(parse_expression(node.toks[1:]), node.line, divergent)
+            target = node.toks[1].text if how == "goto" and len(node.toks) > 1 else None
+            if divergent is not None and not (how == "break" and in_switch) and target not in labels:
+                left.append((node.line, how, target))
         elif node.kind == "if":
             sites(parse_expression(node.toks), node.line, divergent)
             inner = divergent if divergent is not None or uni.condition(node.toks) == U else node.line
             for child in node.body:
-                visit(child, inner)
+                visit(child, inner, in_switch or _switch(node))
         elif node.kind == "loop":
             for expression in statement_expressions(Node("simple", node.line, node.init or [], [])):
                 sites(expression, node.line, divergent)
             inner = divergent if divergent is not None or uni.condition(node.toks) == U else node.line
             sites(parse_expression(node.toks), node.line, inner)
+            before = len(left)
             visit(node.body[0], inner)
+            left[before:] = [entry for entry in left[before:] if entry[1] not in ("break", "continue")]
             sites(parse_expression(node.step or []), node.line, inner)
 
     visit(fn.body, None)
@@ -174,31 +248,30 @@ def _mask(node, constants: dict[str, int], assigned: dict[str, list]) -> tuple[s
     return ("full" if value & 0xFFFFFFFF == 0xFFFFFFFF else "partial"), value & 0xFFFFFFFF
 
 
-def _warp_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Hazard]:
+def _warp_hazards(fn: Function, helpers: dict[str, int | None], lines: list[str]) -> list[Hazard]:
     constants = constants_of(fn)
     uni = Uniformity(fn, constants)
     hazards: list[Hazard] = []
 
-    def site(call, line: int, divergent: int | None, returns: list[int]) -> None:
-        name = call[1]
-        if name not in COLLECTIVES and name not in helpers:
+    def site(call, line: int, divergent: int | None, left: list) -> None:
+        if call[0] != "call" or (call[1] not in COLLECTIVES and call[1] not in helpers):
             return
+        name, at = call[1], 0 if call[1] in COLLECTIVES else helpers[call[1]]
         shown = "__syncwarp()" if name == "__syncwarp" else (f"{name}()" if name in COLLECTIVES else
                                                                f"call of {name}() (it shuffles)")
-        if name in COLLECTIVES and call[2]:
-            kind, value = _mask(call[2][0], constants, uni.assigned)
-        elif name in COLLECTIVES:
-            kind, value = "full", 0xFFFFFFFF          # __syncwarp() without a mask
+        if at is not None and at < len(call[2]):
+            kind, value = _mask(call[2][at], constants, uni.assigned)
         else:
-            kind, value = "full", None
+            kind, value = "full", 0xFFFFFFFF          # __syncwarp() without a mask, a helper's own mask
         if kind == "active":
             hazards.append(_hazard(lines, line, ACTIVEMASK + UB))
-        elif kind == "partial" and divergent is None and not returns:
+        elif kind == "partial" and divergent is None and not left:
             hazards.append(_hazard(lines, line, PARTIAL.format(mask=f"0x{value:08x}", call=shown) + UB))
         elif kind == "full" and divergent is not None:
             hazards.append(_hazard(lines, line, DIVERGENT.format(call=shown, line=divergent) + UB))
-        elif kind == "full" and returns:
-            hazards.append(_hazard(lines, line, AFTER_RETURN.format(call=shown, line=returns[0]) + UB))
+        elif kind == "full" and left:
+            cause = AFTER_RETURN.format(call=shown, line=left[0][0], left=LEFT[left[0][1]][0])
+            hazards.append(_hazard(lines, line, cause + UB))
 
     _walk(fn, uni, site)
     return hazards
@@ -206,21 +279,32 @@ def _warp_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Haz
 
 # --- block barriers and block-scoped atomics -------------------------------------------------------
 
-def _block_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Hazard]:
+def _block_hazards(fn: Function, helpers: set[str], lines: list[str], block: int | None) -> list[Hazard]:
     uni = Uniformity(fn, constants_of(fn), scope="block")
     shared = shared_names(fn)
+    small, aliases = (small_shared(fn, block) if block else {}), _thread_aliases(fn)
     hazards: list[Hazard] = []
 
-    def site(call, line: int, divergent: int | None, returns: list[int]) -> None:
+    def site(call, line: int, divergent: int | None, left: list) -> None:
+        if call[0] == "index":
+            name = call[1][1] if call[1][0] == "id" else None
+            index = call[2][1] if call[2][0] == "cast" else call[2]
+            if name in small and divergent is None and not left and (
+                    index in (("member", ("id", "threadIdx"), "x"),) or index[0] == "id" and index[1] in aliases):
+                shown = "threadIdx.x" if index[0] == "member" else index[1]
+                hazards.append(_hazard(lines, line, SMALL_SHARED.format(
+                    name=name, size=small[name], index=shown, block=block, last=block - 1)))
+            return
         name = call[1]
         if name in BARRIERS or name in helpers:
             shown = f"{name}()" if name in BARRIERS else f"call of {name}() (it waits at a __syncthreads())"
             if divergent is not None:
                 cause = BARRIER_DIVERGENT.format(call=shown, line=divergent)
                 hazards.append(_hazard(lines, line, cause + BLOCK_UB))
-            elif returns:
-                hazards.append(_hazard(lines, line, BARRIER_AFTER_RETURN.format(call=shown, line=returns[0])
-                                       + BLOCK_UB))
+            elif left:
+                left_how, leaving = LEFT[left[0][1]]
+                cause = BARRIER_AFTER_RETURN.format(call=shown, line=left[0][0], left=left_how, leaving=leaving)
+                hazards.append(_hazard(lines, line, cause + BLOCK_UB))
         elif name in BLOCK_ATOMICS and call[2]:
             ids = {sub[1] for sub in walk(call[2][0]) if sub[0] == "id"}
             if not ids & shared and "blockIdx" not in ids:
@@ -231,6 +315,51 @@ def _block_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Ha
 
     _walk(fn, uni, site)
     return hazards
+
+
+def small_shared(fn: Function, block: int) -> dict[str, int]:
+    """The shared arrays of one dimension whose size, a constant, is below ``block``, with their sizes."""
+    constants, found = constants_of(fn), {}
+
+    def visit(node: Node) -> None:
+        if node is None:
+            return
+        toks = node.toks
+        if node.kind == "simple" and any(t.text == "__shared__" for t in toks):
+            for i, tok in enumerate(toks[:-1]):
+                if tok.kind == "id" and toks[i + 1].text == "[" and toks[i - 1].text != "]":
+                    close = match(toks, i + 1)
+                    size = _constant(parse_expression(toks[i + 2:close]), constants)
+                    if close + 1 < len(toks) and toks[close + 1].text == "[":
+                        continue                               # two dimensions: not looked at
+                    if size is not None and 0 < size < block:
+                        found[tok.text] = size
+        for child in node.body:
+            visit(child)
+
+    visit(fn.body)
+    return found
+
+
+def _constant(node, constants: dict[str, int]) -> int | None:
+    """The value of an integer expression of literals and constants (THREADS / 2), or None."""
+    value = number(node) if node[0] != "id" else constants.get(node[1])
+    if value is None and node[0] == "cast":
+        return _constant(node[1], constants)
+    if value is None and node[0] == "bin" and node[1] in ("+", "-", "*", "/", "<<", ">>"):
+        a, b = _constant(node[2], constants), _constant(node[3], constants)
+        if a is None or b is None or (node[1] == "/" and b == 0) or (node[1] in ("<<", ">>") and b < 0):
+            return None
+        return {"+": a + b, "-": a - b, "*": a * b, "/": a // b if b else 0, "<<": a << min(b, 64),
+                ">>": a >> b}[node[1]]
+    return value
+
+
+def _thread_aliases(fn: Function) -> set[str]:
+    """Variables assigned once, from threadIdx.x (int t = threadIdx.x;)."""
+    values = _assignments(fn.body, {})
+    return {name for name, found in values.items() if len(found) == 1 and
+            (found[0][1] if found[0][0] == "cast" else found[0]) == ("member", ("id", "threadIdx"), "x")}
 
 
 # --- the lane stride an exercise prescribes ----------------------------------------------------------
