@@ -747,3 +747,19 @@ def test_a_kernel_the_probe_does_not_cover_is_checked_by_its_values_and_the_repo
     assert report.ok and "the probed launch was skipped" in report.notes[0], str(report)
     plain = run("check_pull_grid_stride", pull_grid_stride(), monkeypatch, 1, "10_pull_grid_stride")
     assert plain.ok and not plain.notes
+
+
+@pytest.mark.parametrize("old, new", [
+    ('extern "C" __global__ void pull_warp_rank(', 'extern "C" __global__ void __launch_bounds__(256)\n'
+                                                  'pull_warp_rank('),
+    ('extern "C" __global__ void pull_warp_rank(', 'extern "C" {\n__global__ void pull_warp_rank('),
+], ids=["__launch_bounds__", 'an extern "C" block'])
+def test_a_kernel_declared_another_right_way_is_checked_not_refused(old, new, monkeypatch):
+    code = defined(load("13_pull_warp")[0]).replace(old, new)
+    code = code + "}\n" if "{\n__global__" in code else code
+    assert new in code
+    report = run_source("check_pull_warp", pull_warp(), monkeypatch, code)
+    assert report.ok and "defines no" not in str(report), str(report)
+    missing = code.replace('extern "C"', "")
+    report = run_source("check_pull_warp", pull_warp(), monkeypatch, missing)
+    assert report.stopped and 'defines no extern "C" __global__ void pull_warp_rank' in str(report)

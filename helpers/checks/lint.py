@@ -2,18 +2,22 @@
 GPU, driver or compiler (``checks.flow`` tells which values differ between threads):
 
 - warp-synchronous hazards, undefined since Volta's independent thread scheduling: a shuffle whose mask
-  leaves out lanes that reach it, a shuffle after some lanes returned or inside code that only some lanes
-  run, ``__activemask()`` used as a mask, the steps of a shared-memory reduction with no
-  ``__syncwarp()``/``__syncthreads()`` between them;
+  leaves out lanes that reach it, a shuffle after some lanes returned (or left a loop's round by a break
+  or continue, or jumped ahead by goto) or inside code that only some lanes run (an if, a loop, a branch of
+  ?:, the right side of && or ||), ``__activemask()`` used as a mask, the steps of a shared-memory
+  reduction with no ``__syncwarp()``/``__syncthreads()`` between them;
 - block hazards: a ``__syncthreads()`` that part of the block may not reach (after an early return, inside
-  ``if (threadIdx.x < stride)``), a block-scoped atomic (``atomicAdd_block``) on memory other blocks update;
-- the task's rule where an exercise prescribes how lanes share a row (``lane_stride``): lane l takes
-  in-links l, l + 32, ... (or + width), not a contiguous chunk.
+  ``if (threadIdx.x < stride)``), a block-scoped atomic (``atomicAdd_block``) on memory other blocks update,
+  a shared array with fewer elements than the block's threads that every thread indexes by threadIdx.x;
+- the task's rule where an exercise prescribes how lanes share a row (``lane_stride``, ``checks.strides``):
+  lane l takes in-links l, l + 32, ... (or + width), not a contiguous chunk.
 
-Comments are removed first, then each function body is parsed into statements. Blind spots: conditions the
-data-flow pass cannot see through (helper functions are taken at their arguments' word), a race within one
-step of a shared-memory reduction, loops that run the same number of times in every lane although their
-counter differs between lanes, strides the reader cannot evaluate (it then says nothing).
+Comments are removed and macros expanded first, then each function body is parsed into statements; a
+helper that shuffles or waits, directly or through another helper, counts as a shuffle or a barrier.
+Blind spots: conditions the data-flow pass cannot see through (a helper is taken at its mask argument's
+word), a race within one step of a shared-memory reduction, loops that run the same number of times in
+every lane although their counter differs between lanes, strides the reader cannot evaluate, cooperative
+groups' member calls (tile.shfl_down(), cg::reduce), a goto backwards (it then says nothing).
 """
 from __future__ import annotations
 
@@ -21,11 +25,13 @@ from dataclasses import dataclass
 
 from .cuda import Function, Node, functions, match, number, parse_expression, statement_expressions, walk
 from .flow import U, Uniformity, constants_of
+from .strides import assignments, lane_strides
 
 COLLECTIVES = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync", "__syncwarp",
                "__ballot_sync", "__all_sync", "__any_sync", "__match_any_sync", "__match_all_sync"}
 BARRIERS = {"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"}
 SYNCS = BARRIERS | {"__syncwarp"}
+THREAD_X = ("member", ("id", "threadIdx"), "x")
 BLOCK_ATOMICS = {f"atomic{op}_block" for op in ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "CAS",
                                                  "And", "Or", "Xor")}
 ACTIVEMASK = ("__activemask() used as a mask: it reports which lanes happen to run together at that "
@@ -64,10 +70,6 @@ SMALL_SHARED = ("the shared array {name} has {size} elements, yet every thread o
                 "{name}[{index}] and the checker launches {block} threads per block: threads {size} to "
                 "{last} read or write past its end — into another shared variable, or outside the block's "
                 "shared memory (a fault); give it one element per thread ({block}), or guard the access")
-LANE_STRIDE = ("the lanes do not stride the in-links by {stride} as the exercise prescribes (this loop "
-               "steps by {got}): lane l must take in-links l, l + {stride}, ..., so that the lanes of a "
-               "warp read consecutive in_sources together (one coalesced load); contiguous chunks per "
-               "lane, or any other split, can give the right sums but scatter every load")
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,8 @@ def lint(code: str, function: str | None = None, lane_stride: str | None = None,
             hazards += _block_hazards(fn, barrier_helpers, lines, block)
             hazards += _shared_steps(fn, lines)
             if lane_stride and fn.kernel:
-                hazards += _lane_strides(fn, lane_stride, row, lines)
+                found_here = lane_strides(fn, lane_stride, row)
+                hazards += [_hazard(lines, line, cause) for line, cause in found_here]
         except (ValueError, IndexError, RecursionError):
             continue
     unique, seen = [], set()
@@ -146,10 +149,6 @@ def _has(node: Node, names: set[str]) -> bool:
         return False
     toks = node.toks + (node.init or []) + (node.step or [])
     return any(t.text in names for t in toks) or any(_has(c, names) for c in node.body)
-
-
-def _calls(expression):
-    return [sub for sub in walk(expression) if sub[0] == "call"]
 
 
 def _hazard(lines: list[str], line: int, cause: str) -> Hazard:
@@ -289,9 +288,9 @@ def _block_hazards(fn: Function, helpers: set[str], lines: list[str], block: int
         if call[0] == "index":
             name = call[1][1] if call[1][0] == "id" else None
             index = call[2][1] if call[2][0] == "cast" else call[2]
-            if name in small and divergent is None and not left and (
-                    index in (("member", ("id", "threadIdx"), "x"),) or index[0] == "id" and index[1] in aliases):
-                shown = "threadIdx.x" if index[0] == "member" else index[1]
+            by_thread = index == THREAD_X or (index[0] == "id" and index[1] in aliases)
+            if name in small and divergent is None and not left and by_thread:
+                shown = "threadIdx.x" if index == THREAD_X else index[1]
                 hazards.append(_hazard(lines, line, SMALL_SHARED.format(
                     name=name, size=small[name], index=shown, block=block, last=block - 1)))
             return
@@ -302,8 +301,8 @@ def _block_hazards(fn: Function, helpers: set[str], lines: list[str], block: int
                 cause = BARRIER_DIVERGENT.format(call=shown, line=divergent)
                 hazards.append(_hazard(lines, line, cause + BLOCK_UB))
             elif left:
-                left_how, leaving = LEFT[left[0][1]]
-                cause = BARRIER_AFTER_RETURN.format(call=shown, line=left[0][0], left=left_how, leaving=leaving)
+                how, leaving = LEFT[left[0][1]]
+                cause = BARRIER_AFTER_RETURN.format(call=shown, line=left[0][0], left=how, leaving=leaving)
                 hazards.append(_hazard(lines, line, cause + BLOCK_UB))
         elif name in BLOCK_ATOMICS and call[2]:
             ids = {sub[1] for sub in walk(call[2][0]) if sub[0] == "id"}
@@ -357,108 +356,9 @@ def _constant(node, constants: dict[str, int]) -> int | None:
 
 def _thread_aliases(fn: Function) -> set[str]:
     """Variables assigned once, from threadIdx.x (int t = threadIdx.x;)."""
-    values = _assignments(fn.body, {})
+    values = assignments(fn.body, {})
     return {name for name, found in values.items() if len(found) == 1 and
-            (found[0][1] if found[0][0] == "cast" else found[0]) == ("member", ("id", "threadIdx"), "x")}
-
-
-# --- the lane stride an exercise prescribes ----------------------------------------------------------
-
-def _loop_step(node: Node) -> tuple[str, object] | None:
-    """(variable, stride expression) of a loop's increment: ``k += s``, ``k = k + s``, ``++k``, ``k++``;
-    for a while loop, the increment among its body's statements of a variable its condition reads."""
-    candidates = [parse_expression(node.step)] if node.step else []
-    if not node.step and node.body and node.body[0] is not None:
-        body = node.body[0].body if node.body[0].kind == "block" else [node.body[0]]
-        in_condition = {sub[1] for sub in walk(parse_expression(node.toks)) if sub[0] == "id"}
-        candidates = [e for item in body if item.kind == "simple" for e in statement_expressions(item)
-                      if any(sub[0] in ("assign", "unary") for sub in walk(e))
-                      and {sub[1] for sub in walk(e) if sub[0] == "id"} & in_condition]
-    for expression in candidates:
-        if expression[0] == "assign" and expression[2][0] == "id":
-            name, value = expression[2][1], expression[3]
-            if expression[1] == "+=":
-                return name, value
-            if expression[1] == "=" and value[0] == "bin" and value[1] == "+":
-                if value[2] == ("id", name):
-                    return name, value[3]
-                if value[3] == ("id", name):
-                    return name, value[2]
-        if expression[0] == "unary" and expression[1] == "++" and expression[2][0] == "id":
-            return expression[2][1], ("num", "1")
-    return None
-
-
-def _stride(node, constants: dict[str, int], aliases: dict[str, object]) -> str | None:
-    """The stride as the lint compares it: a number ('32'), a name ('width'), or None if it cannot tell."""
-    for _ in range(4):
-        if node[0] == "id" and node[1] in aliases:
-            node = aliases[node[1]]
-    value = number(node)
-    if value is None and node[0] == "id":
-        value = constants.get(node[1], 32 if node[1] == "warpSize" else None)
-        if value is None:
-            return node[1]
-    return None if value is None else str(value)
-
-
-def _assignments(node: Node, found: dict[str, list]) -> dict[str, list]:
-    """Every variable assigned anywhere in ``node``, with the expressions assigned to it."""
-    if node is None:
-        return found
-    items = statement_expressions(node) if node.kind == "simple" else []
-    if node.kind == "loop" and node.init:
-        items += statement_expressions(Node("simple", node.line, node.init, []))
-    for expression in items:
-        for sub in walk(expression):
-            if sub[0] == "assign" and sub[2][0] == "id":
-                found.setdefault(sub[2][1], []).append(sub[3])
-    for child in node.body:
-        _assignments(child, found)
-    return found
-
-
-def _lane_strides(fn: Function, prescribed: str, row: str, lines: list[str]) -> list[Hazard]:
-    constants = constants_of(fn)
-    everywhere = _assignments(fn.body, {})
-    aliases = {name: values[0] for name, values in everywhere.items()
-               if len(values) == 1 and values[0][0] == "id"}
-    hazards: list[Hazard] = []
-
-    def ids(expression) -> set[str]:
-        return {sub[1] for sub in walk(expression) if sub[0] == "id"}
-
-    def reads(node: Node) -> list:
-        exprs = statement_expressions(node) if node.kind == "simple" else (
-            [parse_expression(node.toks)] if node.kind in ("if", "loop", "return") and node.toks else [])
-        return [sub[2] for e in exprs for sub in walk(e) if sub[0] == "index" and sub[1] == ("id", row)]
-
-    def visit(node: Node, loops: list) -> None:
-        if node is None:
-            return
-        for index in reads(node):
-            for loop, var, stride in reversed(loops):
-                assigned = _assignments(loop.body[0], {})
-                depends = {var}
-                for _ in range(4):
-                    depends |= {name for name, values in assigned.items()
-                                if any(ids(v) & depends for v in values)}
-                if ids(index) & depends:
-                    got = _stride(stride, constants, aliases)
-                    if got is not None and got != prescribed:
-                        cause = LANE_STRIDE.format(stride=prescribed, got=got)
-                        hazards.append(_hazard(lines, loop.line, cause))
-                    break
-        if node.kind == "loop":
-            step = _loop_step(node)
-            inner = loops + [(node, step[0], step[1])] if step else loops
-            visit(node.body[0], inner)
-            return
-        for child in node.body:
-            visit(child, loops)
-
-    visit(fn.body, [])
-    return hazards
+            (found[0][1] if found[0][0] == "cast" else found[0]) == THREAD_X}
 
 
 # --- shared-memory reduction steps -----------------------------------------------------------------
