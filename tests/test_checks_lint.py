@@ -301,7 +301,8 @@ def test_a_kernel_with_launch_bounds_is_read():
     ("", LANE + " float t = __shfl_down_sync(0xffffffff, s, 1);\n if (lane < 31 && t > 0) s += t;\n"
      " out[0] = s;\n"),
     # a break of a switch, a break of an earlier loop, a continue all lanes take alike
-    ("", LANE + " for (int o = 16; o > 0; o /= 2) {\n  switch (lane) { case 0: s += 1; break; default: break; }\n"
+    ("", LANE + " for (int o = 16; o > 0; o /= 2) {\n"
+     "  switch (lane) { case 0: s += 1; break; default: break; }\n"
      "  s += __shfl_down_sync(0xffffffff, s, o);\n }\n out[0] = s;\n"),
     ("", LANE + " for (int j = 0; j < 4; ++j) if (lane == j) break;\n"
      " s += __shfl_down_sync(0xffffffff, s, 1);\n out[0] = s;\n"),

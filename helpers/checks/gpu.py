@@ -126,7 +126,8 @@ def defines(code: str, kernel: str) -> bool:
     too, with ``__launch_bounds__(...)`` before or after ``void``; comments do not count."""
     bounds = r'(?:__launch_bounds__\s*\([^)]*\)\s*)?'
     head = rf'__global__\s+{bounds}void\s+{bounds}{kernel}\s*\('
-    return re.search(rf'extern\s+"C"\s+{head}|extern\s+"C"\s*\{{[^}}]*?{head}', strip_comments(code)) is not None
+    found = re.search(rf'extern\s+"C"\s+{head}|extern\s+"C"\s*\{{[^}}]*?{head}', strip_comments(code))
+    return found is not None
 
 
 def compiled(device: Device, code: str, spec: Spec):
