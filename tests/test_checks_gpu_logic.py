@@ -747,3 +747,41 @@ def test_a_kernel_the_probe_does_not_cover_is_checked_by_its_values_and_the_repo
     assert report.ok and "the probed launch was skipped" in report.notes[0], str(report)
     plain = run("check_pull_grid_stride", pull_grid_stride(), monkeypatch, 1, "10_pull_grid_stride")
     assert plain.ok and not plain.notes
+
+
+@pytest.mark.parametrize("old, new", [
+    ('extern "C" __global__ void pull_warp_rank(', 'extern "C" __global__ void __launch_bounds__(256)\n'
+                                                  'pull_warp_rank('),
+    ('extern "C" __global__ void pull_warp_rank(', 'extern "C" {\n__global__ void pull_warp_rank('),
+], ids=["__launch_bounds__", 'an extern "C" block'])
+def test_a_kernel_declared_another_right_way_is_checked_not_refused(old, new, monkeypatch):
+    code = defined(load("13_pull_warp")[0]).replace(old, new)
+    code = code + "}\n" if "{\n__global__" in code else code
+    assert new in code
+    report = run_source("check_pull_warp", pull_warp(), monkeypatch, code)
+    assert report.ok and "defines no" not in str(report), str(report)
+    missing = code.replace('extern "C"', "")
+    report = run_source("check_pull_warp", pull_warp(), monkeypatch, missing)
+    assert report.stopped and 'defines no extern "C" __global__ void pull_warp_rank' in str(report)
+
+
+@pytest.mark.parametrize("top, old, new, words", [
+    ("", "            totals[0] = (float)total_dangling;",
+     "            float* sums = totals;\n            atomicAdd(sums, (float)total_dangling);",
+     "float atomics into totals"),
+    ("#define TOTALS totals\n", "            totals[0] = (float)total_dangling;",
+     "            atomicAdd(&TOTALS[0], (float)total_dangling);", "float atomics into totals"),
+    ("", "    block_dangling[threadIdx.x] = dangling;",
+     "    block_dangling[threadIdx.x] = 0.0f;\n    __syncthreads();\n"
+     "    atomicAdd(&block_dangling[0], dangling);",
+     "float atomics into block_dangling"),
+], ids=["through an alias", "through a macro", "into shared memory"])
+def test_float_atomics_in_the_fused_update_are_named_however_they_are_written(top, old, new, words,
+                                                                            monkeypatch):
+    solution = defined(load("21_fused_update")[0])
+    code = top + solution.replace(old, new)
+    assert new in code
+    report = run_source("check_fused_update", fused_update(), monkeypatch, code)
+    sources = [f for f in report.failures if "(read, not run)" in f.case]
+    assert len(sources) == 1 and words in sources[0].cause, str(report)
+    assert run_source("check_fused_update", fused_update(), monkeypatch, solution).ok

@@ -231,3 +231,148 @@ def test_inputs_are_probed_whichever_side_const_is_on_and_arrays_are_not():
     assert ".entry k(" in kernels.nvrtc_compile(probed)
     array = code.replace("float const* __restrict__ x", "const float x[]")
     assert probe.probed(array, "k", inputs=("x",)) is None
+
+
+# --- shuffles and barriers that only some threads reach by a ?:, && or ||, a break, continue or goto,
+# --- a macro or a helper of a helper; shared arrays smaller than the block
+
+LANE = " int lane = threadIdx.x % 32;\n float s = x[threadIdx.x];\n"
+
+
+@pytest.mark.parametrize("top, body, words", [
+    ("", LANE + " s += lane < 16 ? __shfl_down_sync(0xffffffff, s, 16) : 0.0f;\n out[0] = s;\n",
+     "only some lanes of the warp run (the condition on line 4"),
+    ("", LANE + " float t = 0.0f;\n bool ok = lane < 16 && (t = __shfl_down_sync(0xffffffff, s, 16)) > 0;\n"
+     " out[0] = ok ? t : s;\n", "only some lanes of the warp run (the condition on line 5"),
+    ("", LANE + " float t = 0.0f;\n if (lane >= 16 || (t = __shfl_xor_sync(0xffffffff, s, 1)) > 0) s += t;\n"
+     " out[0] = s;\n", "only some lanes of the warp run"),
+    ("", LANE + " for (int o = 16; o > 0; o /= 2) {\n  if (lane >= o) continue;\n"
+     "  s += __shfl_down_sync(0xffffffff, s, o);\n }\n out[0] = s;\n",
+     "may have skipped the rest of this round of the loop (continue) (line 5)"),
+    ("", LANE + " for (int o = 16; o > 0; o /= 2) {\n  if (s == 0.0f) break;\n"
+     "  s += __shfl_down_sync(0xffffffff, s, o);\n }\n out[0] = s;\n",
+     "may have left the loop (break) (line 5)"),
+    ("#define SHFL(v, o) __shfl_down_sync(FULL, (v), (o))\n#define FULL 0xffffffffu\n",
+     LANE + " if (lane < 16) s += SHFL(s, 16);\n out[0] = s;\n", "only some lanes of the warp run"),
+    ("#define LEAVE_IF(c) \\\n    if (c) return\n", LANE + " LEAVE_IF(s == 0.0f);\n"
+     " s += __shfl_down_sync(0xffffffff, s, 1);\n out[0] = s;\n", "may have returned (line 6)"),
+    ("__device__ float inner(float s) { return s + __shfl_xor_sync(0xffffffff, s, 1); }\n"
+     "__device__ float outer(float s) { return inner(s); }\n",
+     LANE + " if (s == 0.0f) return;\n out[0] = outer(s);\n", "call of outer() (it shuffles) after"),
+    ("template <int W> __device__ float wsum(float s) {\n"
+     " for (int o = W / 2; o > 0; o /= 2) s += __shfl_down_sync(0xffffffff, s, o);\n return s;\n}\n",
+     LANE + " if (lane < 16) s = wsum<16>(s);\n out[0] = s;\n", "call of wsum() (it shuffles) inside"),
+])
+def test_a_shuffle_only_some_lanes_reach_is_named_however_it_is_written(top, body, words):
+    code = top + HEAD + body + "}\n"
+    found = lint(code, "k")
+    assert any(words in h.cause for h in found), found
+    assert all(h.text in code and "Volta" in h.cause for h in found)
+
+
+@pytest.mark.parametrize("body, words", [
+    (" int c = threadIdx.x == 0 ? __syncthreads_count(x[0] > 0) : 0;\n out[0] = c;\n",
+     "__syncthreads_count() inside code that only part of the block runs"),
+    (" __shared__ float p[256];\n int i = blockIdx.x * blockDim.x + threadIdx.x;\n if (i >= n) goto done;\n"
+     " p[threadIdx.x] = x[i];\n __syncthreads();\n out[i] = p[0];\ndone:\n return;\n",
+     "after some threads of the block may have jumped past it (goto) (line 4)"),
+    (" __shared__ float p[256];\n p[threadIdx.x] = x[threadIdx.x];\n __syncthreads();\n"
+     " for (int s = 128; s > 0; s /= 2) {\n  if (p[threadIdx.x] == 0.0f) break;\n"
+     "  if (threadIdx.x < s) p[threadIdx.x] += p[threadIdx.x + s];\n  __syncthreads();\n }\n"
+     " out[0] = p[0];\n", "instead of breaking out"),
+])
+def test_a_barrier_only_part_of_the_block_reaches_is_named_however_it_is_written(body, words):
+    found = lint(BLOCK_HEAD + body + "}\n", "k")
+    assert any(words in h.cause for h in found), found
+
+
+def test_a_kernel_with_launch_bounds_is_read():
+    code = ('extern "C" __global__ void __launch_bounds__(256) k(const float* x, float* out, int n) {\n'
+            + LANE + " if (lane >= n) return;\n s += __shfl_down_sync(0xffffffff, s, 1);\n out[0] = s;\n}\n")
+    assert [h.line for h in lint(code, "k") if "may have returned (line 4)" in h.cause] == [5]
+
+
+@pytest.mark.parametrize("top, body", [
+    # a ?: or && whose condition is the same in every lane; a shuffle before a varying &&
+    ("", LANE + " for (int o = 16; o > 0; o /= 2) s += o > 0 ? __shfl_down_sync(0xffffffff, s, o) : 0.0f;\n"
+     " out[0] = s;\n"),
+    ("", " int v = (blockIdx.x * blockDim.x + threadIdx.x) / 32;\n float s = x[threadIdx.x], t = 0;\n"
+     " if (v < n && (t = __shfl_down_sync(0xffffffff, s, 1)) > 0) s += t;\n out[0] = s;\n"),
+    ("", LANE + " float t = __shfl_down_sync(0xffffffff, s, 1);\n if (lane < 31 && t > 0) s += t;\n"
+     " out[0] = s;\n"),
+    # a break of a switch, a break of an earlier loop, a continue all lanes take alike
+    ("", LANE + " for (int o = 16; o > 0; o /= 2) {\n"
+     "  switch (lane) { case 0: s += 1; break; default: break; }\n"
+     "  s += __shfl_down_sync(0xffffffff, s, o);\n }\n out[0] = s;\n"),
+    ("", LANE + " for (int j = 0; j < 4; ++j) if (lane == j) break;\n"
+     " s += __shfl_down_sync(0xffffffff, s, 1);\n out[0] = s;\n"),
+    ("", LANE + " for (int o = 32; o > 0; o /= 2) {\n  if (o == 32) continue;\n"
+     "  s += __shfl_down_sync(0xffffffff, s, o);\n }\n out[0] = s;\n"),
+    # a helper that takes its mask, called by each half of the warp with the half's mask
+    ("__device__ float half_sum(float s, unsigned mask) {\n"
+     " for (int o = 8; o > 0; o /= 2) s += __shfl_down_sync(mask, s, o, 16);\n return s;\n}\n",
+     LANE + " if (lane < 16) s = half_sum(s, 0x0000ffffu);\n else s = half_sum(s, 0xffff0000u);\n"
+     " out[threadIdx.x] = s;\n"),
+    # a function-like macro for the shuffle, a template helper, both reached by every lane
+    ("#define SHFL(v, o) __shfl_xor_sync(0xffffffffu, (v), (o))\n",
+     LANE + " for (int o = 16; o > 0; o >>= 1) s += SHFL(s, o);\n out[0] = s;\n"),
+    ("template <int W> __device__ __forceinline__ float wsum(float s) {\n#pragma unroll\n"
+     " for (int o = W / 2; o > 0; o /= 2) s += __shfl_down_sync(0xffffffffu, s, o, W);\n return s;\n}\n",
+     LANE + " s = wsum<32>(s);\n out[0] = s;\n"),
+])
+def test_no_false_alarm_on_right_code_written_in_unusual_ways(top, body):
+    assert [h.cause for h in lint(top + HEAD + body + "}\n", "k")] == []
+
+
+@pytest.mark.parametrize("body", [
+    # a forward goto whose label comes before the barrier; a backward goto (a loop)
+    " __shared__ float p[256];\n int i = blockIdx.x * blockDim.x + threadIdx.x;\n float v = 0.0f;\n"
+    " if (i >= n) goto stored;\n v = x[i];\nstored:\n p[threadIdx.x] = v;\n __syncthreads();\n"
+    " if (threadIdx.x == 0) out[blockIdx.x] = p[0];\n",
+    " __shared__ float p[256];\n int k = threadIdx.x;\nagain:\n if (k < n) { k += 256; goto again; }\n"
+    " p[threadIdx.x] = k;\n __syncthreads();\n out[threadIdx.x] = p[255 - threadIdx.x];\n",
+    # two passes: shuffles, then one warp adds the 8 warps' sums from a small shared array
+    " __shared__ float warps[8];\n float s = x[blockIdx.x * blockDim.x + threadIdx.x];\n"
+    " for (int o = 16; o > 0; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);\n"
+    " if (threadIdx.x % 32 == 0) warps[threadIdx.x / 32] = s;\n __syncthreads();\n"
+    " if (threadIdx.x < 32) {\n  s = threadIdx.x < 8 ? warps[threadIdx.x] : 0.0f;\n"
+    "  for (int o = 4; o > 0; o /= 2) s += __shfl_down_sync(0xffffffffu, s, o);\n"
+    "  if (threadIdx.x == 0) atomicAdd(total, s);\n }\n",
+    # a shared array twice the block; a store through a pointer parameter by thread 0
+    " __shared__ float p[512];\n p[threadIdx.x] = x[threadIdx.x];\n p[threadIdx.x + 256] = 0.0f;\n"
+    " __syncthreads();\n out[threadIdx.x] = p[threadIdx.x + 1];\n",
+    " if (threadIdx.x == 0) total[1] = 1.0f;\n if (total[0] > 0.0f) return;\n"
+    " __syncthreads();\n out[threadIdx.x] = x[threadIdx.x];\n",
+])
+def test_no_false_alarm_on_right_block_code_written_in_unusual_ways(body):
+    assert [h.cause for h in lint(BLOCK_HEAD + body + "}\n", "k", block=256)] == []
+
+
+@pytest.mark.parametrize("top, declaration, index", [
+    ("", "__shared__ float p[128];\n", "threadIdx.x"),
+    ("#define HALF (256 / 2)\n", "__shared__ float q[8], p[HALF];\n int t = threadIdx.x;\n", "t"),
+    ("", "const int W = 64;\n __shared__ float p[W];\n int t = (int)threadIdx.x;\n", "t"),
+])
+def test_a_shared_array_smaller_than_the_block_is_named(top, declaration, index):
+    code = (top + BLOCK_HEAD + " " + declaration + f" p[{index}] = x[threadIdx.x];\n __syncthreads();\n"
+            " out[threadIdx.x] = p[0];\n}\n")
+    found = lint(code, "k", block=256)
+    assert len(found) == 1 and f"reaches p[{index}] and the checker launches 256 threads" in found[0].cause
+    assert found[0].text == f"p[{index}] = x[threadIdx.x];", found
+    assert lint(code, "k") == [] and lint(code, "k", block=64) == []       # no block, or one that fits
+
+
+def test_the_course_kernels_raise_no_false_alarm():
+    """Every kernel of helpers/kernels is right but one, kept wrong on purpose for lecture 13."""
+    from pathlib import Path
+
+    folder = Path(kernels.__file__).parent
+    flagged = {path.name for path in folder.glob("*.cu") if lint(path.read_text(encoding="utf-8"),
+                                                                 block=256)}
+    assert flagged == {"pull_hybrid_six_versions.cu"}
+
+
+def test_macros_are_expanded_in_place_with_their_lines():
+    toks, macros = cuda.tokens("#define F(a, b) g((a) + FULL, \\\n  b)\n#define FULL 1u\nx = F(y, 2);\n")
+    assert " ".join(t.text for t in toks) == "x = g ( ( y ) + 1u , 2 ) ;"
+    assert {t.line for t in toks} == {4} and set(macros) == {"FULL"}

@@ -11,7 +11,8 @@ values cannot (``probe``). The pieces: ``report`` (the report and the loop over 
 (output cap, errors, waiting for a kernel), ``returned`` and ``cpu`` (01, 02, 33), ``iteration`` (03),
 ``reorder`` (22), ``device`` and ``gpu`` (what every GPU checker shares), ``gpu_pull`` (10, 13, 14),
 ``gpu_update`` (11, 12, 20), ``gpu_fused`` (21), ``gpu_half`` (40), ``library`` (31: a launch function,
-timed against cuSPARSE), ``cuda`` (reading CUDA source), ``flow`` and ``lint`` (hazards read from it).
+timed against cuSPARSE), ``cuda`` (reading CUDA source), ``flow``, ``lint`` and ``strides`` (hazards
+read from it).
 """
 from __future__ import annotations
 

@@ -60,28 +60,64 @@ class Tok:
 
 
 def tokens(code: str) -> tuple[list[Tok], dict[str, list[Tok]]]:
-    """Tokens of the comment-free source, with object-like #define macros expanded; returns (tokens,
-    macros)."""
+    """Tokens of the comment-free source, with #define macros expanded (object-like and function-like, a
+    macro's body expanded again, continuation lines joined); returns (tokens, object-like macros). A macro
+    that pastes or stringizes (# or ##) is left as it is."""
     macros: dict[str, list[Tok]] = {}
-    kept, line = [], 1
-    for number, text in enumerate(code.split("\n"), start=1):
+    functional: dict[str, tuple[list[str], list[Tok]]] = {}
+    lines, kept, number = code.split("\n"), [], 0
+    while number < len(lines):
+        text = lines[number]
+        number += 1
         directive = re.match(r"\s*#\s*(\w+)(.*)", text)
-        if directive:
-            body = (re.match(r"\s*(\w+)(\s.*)?$", directive.group(2)) if directive.group(1) == "define"
-                    else None)
-            if body and not directive.group(2).lstrip().startswith(body.group(1) + "("):
-                macros[body.group(1)] = _scan(body.group(2) or "", number)
-            kept.append("")
-        else:
+        if not directive:
             kept.append(text)
-    found = _scan("\n".join(kept), line)
-    expanded = []
-    for tok in found:
+            continue
+        first, rest = number, directive.group(2)
+        kept.append("")
+        while rest.endswith("\\") and number < len(lines):          # a continuation line
+            rest = rest[:-1] + " " + lines[number]
+            number += 1
+            kept.append("")
+        body = re.match(r"\s*(\w+)(\(([\w\s,]*)\))?(.*)$", rest) if directive.group(1) == "define" else None
+        if body is None:
+            continue
+        name, params, text = body.group(1), body.group(2), body.group(4)
+        if params:
+            if "#" not in text:
+                functional[name] = ([p.strip() for p in body.group(3).split(",") if p.strip()],
+                                    _scan(text, first))
+        elif not rest.lstrip().startswith(name + "("):   # (a variadic macro is left alone)
+            macros[name] = _scan(text, first)
+    found = _scan("\n".join(kept), 1)
+    for _ in range(8):                                   # macros within macros, a few levels deep
+        found, changed = _expand(found, macros, functional)
+        if not changed:
+            break
+    return found, macros
+
+
+def _expand(toks: list[Tok], macros: dict, functional: dict) -> tuple[list[Tok], bool]:
+    """One pass of macro expansion over ``toks``; (tokens, whether anything was expanded)."""
+    out, i, changed = [], 0, False
+    while i < len(toks):
+        tok = toks[i]
         if tok.kind == "id" and tok.text in macros:
-            expanded += [Tok(t.text, tok.line, t.kind) for t in macros[tok.text]]
+            out += [Tok(t.text, tok.line, t.kind) for t in macros[tok.text]]
+            i, changed = i + 1, True
+        elif tok.kind == "id" and tok.text in functional and i + 1 < len(toks) and toks[i + 1].text == "(":
+            params, body = functional[tok.text]
+            close = match(toks, i + 1)
+            args = split(toks[i + 2:close], ",") if close > i + 2 else []
+            given = dict(zip(params, args))
+            for t in body:
+                out += [Tok(a.text, tok.line, a.kind) for a in given[t.text]] if t.text in given \
+                    else [Tok(t.text, tok.line, t.kind)]
+            i, changed = close + 1, True
         else:
-            expanded.append(tok)
-    return expanded, macros
+            out.append(tok)
+            i += 1
+    return out, changed
 
 
 def _scan(text: str, line: int) -> list[Tok]:
@@ -98,9 +134,9 @@ def _scan(text: str, line: int) -> list[Tok]:
 
 @dataclass
 class Node:
-    kind: str                  # block, if, loop, return, jump, simple
+    kind: str                  # block, if, loop, return, jump, label, simple
     line: int
-    toks: list                 # the condition (if/loop), or the statement's tokens
+    toks: list                 # the condition (if/loop), the statement's tokens, a label's name
     body: list                 # children: block items; [then, else]; [loop body]
     init: list | None = None   # a for loop's init and step tokens
     step: list | None = None
@@ -169,13 +205,13 @@ def parse_statement(toks: list[Tok], i: int) -> tuple[Node, int]:
         body, j = parse_statement(toks, i + 1)
         close = match(toks, j + 1)                       # while ( ... )
         return Node("loop", t.line, toks[j + 2:close], [body]), close + 2
-    if t.text in ("case", "default"):
+    if t.text in ("case", "default") or (t.kind == "id" and i + 1 < len(toks) and toks[i + 1].text == ":"):
         j = i
         while toks[j].text != ":":
             j += 1
-        return Node("simple", t.line, [], []), j + 1
+        return Node("label", t.line, [t], []), j + 1
     end = _until_semicolon(toks, i)
-    kind = {"return": "return", "break": "jump", "continue": "jump"}.get(t.text, "simple")
+    kind = {"return": "return", "break": "jump", "continue": "jump", "goto": "jump"}.get(t.text, "simple")
     return Node(kind, t.line, toks[i:end], []), end + 1
 
 
@@ -196,6 +232,8 @@ def functions(code: str) -> tuple[list[Function], dict[str, list[Tok]]]:
             j = i
             while j < len(toks) and toks[j].text not in ("(", ";", "=", "{"):
                 j += 1
+                if j + 1 < len(toks) and toks[j].text == "__launch_bounds__" and toks[j + 1].text == "(":
+                    j = match(toks, j + 1) + 1               # __launch_bounds__(256) is no name
             if j < len(toks) and toks[j].text == "(" and toks[j - 1].kind == "id":
                 close = match(toks, j)
                 k = close + 1
@@ -297,6 +335,13 @@ class _Parser:
             if self.peek() == "<" and name in ("static_cast", "reinterpret_cast", "const_cast"):
                 while self.peek() and self.take().text != ">":
                     pass
+            elif self.peek() == "<":                    # a template's call: warp_sum<16>(s)
+                j = self.i + 1
+                while j < len(self.toks) and (self.toks[j].kind in ("id", "num") or self.toks[j].text
+                                              in (",", "::", "*")):
+                    j += 1
+                if j + 1 < len(self.toks) and self.toks[j].text == ">" and self.toks[j + 1].text == "(":
+                    self.i = j + 1
             return ("id", name)
         return ("num", "0")     # string literals and anything unexpected
 

@@ -26,6 +26,7 @@ class Uniformity:
     def __init__(self, function: Function, constants: dict[str, int], scope: str = "warp"):
         self.block = scope == "block"
         self.state = {p: U for p in function.params}
+        self.params = set(function.params)
         self.shared = shared_scalars(function.body)
         self.constants = dict(constants)
         self.assigned: dict[str, list] = {}
@@ -100,8 +101,11 @@ class Uniformity:
         return value
 
     def _assign(self, target, state: int, value=None) -> None:
+        through = target[0] in ("index", "unary") or (target[0] == "member" and target[1][0] != "id")
         while target[0] in ("index", "member", "unary", "cast"):
             target = target[1] if target[0] in ("index", "member", "cast") else target[2]
+        if through and target[0] == "id" and target[1] in self.params:
+            return                  # a store through a pointer parameter leaves the pointer as it was
         if target[0] == "id" and target[1] not in self.shared:
             name = target[1]
             if value is not None:
@@ -151,6 +155,10 @@ class Uniformity:
 
     def condition(self, toks: list[Tok]) -> int:
         return self._flat(self.of(parse_expression(toks)))
+
+    def varies(self, node) -> bool:
+        """Whether the expression ``node`` can differ between the threads (of a warp, or of a block)."""
+        return self._flat(self.of(node)) != U
 
 
 def shared_scalars(body: Node) -> set[str]:

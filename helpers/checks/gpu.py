@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import gpu
 from . import pristine, report as reporting
+from .cuda import strip_comments
 from .device import BLOCK, Device, DeviceCase, Inputs, blocks, output, probe_buffer, writers
 from .lint import lint
 from .limits import GPU_TIME_LIMIT
@@ -120,9 +121,18 @@ def grids(threads: int) -> list[tuple[tuple[int], tuple[int]]]:
 
 # --- the harness -------------------------------------------------------------------------------------
 
+def defines(code: str, kernel: str) -> bool:
+    """Whether the source defines ``extern "C" __global__ void kernel(``, in an ``extern "C" { ... }`` block
+    too, with ``__launch_bounds__(...)`` before or after ``void``; comments do not count."""
+    bounds = r'(?:__launch_bounds__\s*\([^)]*\)\s*)?'
+    head = rf'__global__\s+{bounds}void\s+{bounds}{kernel}\s*\('
+    found = re.search(rf'extern\s+"C"\s+{head}|extern\s+"C"\s*\{{[^}}]*?{head}', strip_comments(code))
+    return found is not None
+
+
 def compiled(device: Device, code: str, spec: Spec):
     """The student's kernel compiled; Wrong (stopping the run) when the source does not define it."""
-    if not re.search(rf'extern\s+"C"\s+__global__\s+void\s+{spec.kernel}\s*\(', code):
+    if not defines(code, spec.kernel):
         raise Wrong(f'the source defines no extern "C" __global__ void {spec.kernel}(...)',
                     "keep the kernel's name and signature as given", stop=True)
     return device.compile(code, spec.kernel)
@@ -142,7 +152,7 @@ def probe_kernel(device: Device, code: str, spec: Spec):
 def source_cases(code: str, spec: Spec) -> list:
     """One case per distinct hazard the lint finds in the source."""
     by_cause: dict[str, list] = {}
-    for hazard in lint(code, spec.kernel, lane_stride=spec.lane_stride):
+    for hazard in lint(code, spec.kernel, lane_stride=spec.lane_stride, block=BLOCK):
         by_cause.setdefault(hazard.cause, []).append(hazard)
     return [(f"the kernel's source, line {found[0].line} (read, not run)", ("source", found))
             for found in by_cause.values()]

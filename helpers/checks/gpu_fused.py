@@ -15,7 +15,7 @@ import re
 
 import numpy as np
 
-from .cuda import strip_comments
+from .cuda import Node, functions, parse_expression, statement_expressions, strip_comments, walk
 from .device import (BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, PAST_THE_END, RACE, SHARED_UNSET, UNIT,
                      DeviceCase, Inputs, blocks, check_sums, gpu_graphs, output, padded, same_bits, several)
 from .gpu import KERNELS, checker, compiled, launched, own_context, probe_launch
@@ -24,6 +24,7 @@ from .limits import GPU_TIME_LIMIT
 from .lint import Hazard
 from .pristine import REFERENCE as REF
 from .report import Report, Wrong, fresh_seed, worst_vertex
+from .strides import assignments
 
 SPEC = KERNELS["check_fused_update"]
 FEW_BLOCKS = 3              # the small grid: a grid-stride loop walks the whole graph
@@ -52,6 +53,10 @@ TOTALS_WRONG = ("the totals miss or repeat shares: each thread adds r (dangling 
 FLOAT_ATOMICS = ("float atomics into totals: the order in which blocks arrive changes the rounding, so the "
                  "totals can differ from run to run; lecture 21's rule: the last block adds every block's "
                  "shares in a fixed order (block 0, 1, ...)")
+FLOAT_ATOMICS_INTO = ("float atomics into {target}: the order in which threads or blocks arrive changes the "
+                      "rounding of every sum taken from it, so the totals can differ from run to run; the "
+                      "exercise asks for none: add the block's shares with exercise 20's tree in shared "
+                      "memory, and every block's in a fixed order in the last block")
 NO_FENCE = ("no __threadfence() between writing the block's shares and counting the block in: another "
             "block can see the count before the shares, so the last block may add a share that is not "
             "there yet (a race that these launches may not show)")
@@ -70,7 +75,8 @@ def hard_coded(d: float) -> str:
 # --- read, not run ------------------------------------------------------------------------------------
 
 def source_hazards(code: str) -> list[Hazard]:
-    """Float atomics into totals, and a counter increased with no __threadfence() before it."""
+    """Float atomics (into totals, partials or shared memory, through an alias or a macro too), and a counter
+    increased with no __threadfence() before it."""
     clean, lines, found = strip_comments(code), code.split("\n"), []
 
     def hazard(at: int, cause: str) -> Hazard:
@@ -80,10 +86,64 @@ def source_hazards(code: str) -> list[Hazard]:
     atomic = re.search(r"\batomic\w*\s*\(\s*\(?\s*&?\s*\(?\s*totals\b", clean)
     if atomic:
         found.append(hazard(atomic.start(), FLOAT_ATOMICS))
+    for line, target in float_atomics(code):                 # one case per cause: the first line
+        cause = FLOAT_ATOMICS if target == "totals" else FLOAT_ATOMICS_INTO.format(target=target)
+        if not any(h.cause == cause for h in found):
+            found.append(Hazard(line, lines[line - 1].strip(), cause))
     counted = re.search(r"\batomic(?:Add|Inc)\s*\(\s*&?\s*\(?\s*finished\b", clean)
     if counted and "__threadfence" not in clean[:counted.start()]:
         found.append(hazard(counted.start(), NO_FENCE))
     return found
+
+
+def float_atomics(code: str) -> list[tuple[int, str]]:
+    """(line, target) of each atomicAdd or atomicSub on float or double memory (a pointer, a shared array),
+    through an alias (float* t = totals) or a macro too; the target is named as declared."""
+    try:
+        found, _ = functions(code)
+    except (ValueError, IndexError, RecursionError):
+        return []
+    clean = strip_comments(code)
+    floats = set(re.findall(r"\b(?:float|double)\s*\*\s*(?:const\s+|__restrict__\s+)*(\w+)", clean))
+    for declared in re.findall(r"__shared__\s+(?:volatile\s+)?(?:float|double)\s+([^;]+);", clean):
+        floats |= set(re.findall(r"(\w+)\s*\[", declared))
+    hits = []
+    for fn in found:
+        values = assignments(fn.body, {})
+        roots = {name: {name} for name in floats}
+        for _ in range(4):                               # aliases, a few levels deep
+            for name, assigned in values.items():
+                for value in assigned:
+                    for sub in walk(value):
+                        if sub[0] == "id" and sub[1] in roots:
+                            roots.setdefault(name, set()).update(roots[sub[1]])
+        for node in nodes(fn.body):
+            for call in (sub for e in node_expressions(node) for sub in walk(e) if sub[0] == "call"):
+                if re.fullmatch(r"atomic(Add|Sub)(_block|_system)?", call[1]) and call[2]:
+                    named = {r for sub in walk(call[2][0]) if sub[0] == "id" for r in roots.get(sub[1], ())}
+                    if named:
+                        hits.append((node.line, "totals" if "totals" in named else sorted(named)[0]))
+    return hits
+
+
+def nodes(node):
+    """Every statement under ``node``, itself included."""
+    if node is not None:
+        yield node
+        for child in node.body:
+            yield from nodes(child)
+
+
+def node_expressions(node) -> list:
+    """The expressions a statement evaluates itself (not its children's)."""
+    if node.kind == "simple":
+        return statement_expressions(node)
+    if node.kind == "return":
+        return [parse_expression(node.toks[1:])]
+    if node.kind in ("if", "loop"):
+        init = statement_expressions(Node("simple", node.line, node.init, [])) if node.init else []
+        return init + [parse_expression(node.toks), parse_expression(node.step or [])]
+    return []
 
 
 # --- the values ---------------------------------------------------------------------------------------

@@ -2,30 +2,36 @@
 GPU, driver or compiler (``checks.flow`` tells which values differ between threads):
 
 - warp-synchronous hazards, undefined since Volta's independent thread scheduling: a shuffle whose mask
-  leaves out lanes that reach it, a shuffle after some lanes returned or inside code that only some lanes
-  run, ``__activemask()`` used as a mask, the steps of a shared-memory reduction with no
-  ``__syncwarp()``/``__syncthreads()`` between them;
+  leaves out lanes that reach it, a shuffle after some lanes returned (or left a loop's round by a break
+  or continue, or jumped ahead by goto) or inside code that only some lanes run (an if, a loop, a branch of
+  ?:, the right side of && or ||), ``__activemask()`` used as a mask, the steps of a shared-memory
+  reduction with no ``__syncwarp()``/``__syncthreads()`` between them;
 - block hazards: a ``__syncthreads()`` that part of the block may not reach (after an early return, inside
-  ``if (threadIdx.x < stride)``), a block-scoped atomic (``atomicAdd_block``) on memory other blocks update;
-- the task's rule where an exercise prescribes how lanes share a row (``lane_stride``): lane l takes
-  in-links l, l + 32, ... (or + width), not a contiguous chunk.
+  ``if (threadIdx.x < stride)``), a block-scoped atomic (``atomicAdd_block``) on memory other blocks update,
+  a shared array with fewer elements than the block's threads that every thread indexes by threadIdx.x;
+- the task's rule where an exercise prescribes how lanes share a row (``lane_stride``, ``checks.strides``):
+  lane l takes in-links l, l + 32, ... (or + width), not a contiguous chunk.
 
-Comments are removed first, then each function body is parsed into statements. Blind spots: conditions the
-data-flow pass cannot see through (helper functions are taken at their arguments' word), a race within one
-step of a shared-memory reduction, loops that run the same number of times in every lane although their
-counter differs between lanes, strides the reader cannot evaluate (it then says nothing).
+Comments are removed and macros expanded first, then each function body is parsed into statements; a
+helper that shuffles or waits, directly or through another helper, counts as a shuffle or a barrier.
+Blind spots: conditions the data-flow pass cannot see through (a helper is taken at its mask argument's
+word), a race within one step of a shared-memory reduction, loops that run the same number of times in
+every lane although their counter differs between lanes, strides the reader cannot evaluate, cooperative
+groups' member calls (tile.shfl_down(), cg::reduce), a goto backwards (it then says nothing).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cuda import Function, Node, functions, number, parse_expression, statement_expressions, walk
+from .cuda import Function, Node, functions, match, number, parse_expression, statement_expressions, walk
 from .flow import U, Uniformity, constants_of
+from .strides import assignments, lane_strides
 
 COLLECTIVES = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync", "__syncwarp",
                "__ballot_sync", "__all_sync", "__any_sync", "__match_any_sync", "__match_all_sync"}
 BARRIERS = {"__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or"}
 SYNCS = BARRIERS | {"__syncwarp"}
+THREAD_X = ("member", ("id", "threadIdx"), "x")
 BLOCK_ATOMICS = {f"atomic{op}_block" for op in ("Add", "Sub", "Exch", "Min", "Max", "Inc", "Dec", "CAS",
                                                  "And", "Or", "Xor")}
 ACTIVEMASK = ("__activemask() used as a mask: it reports which lanes happen to run together at that "
@@ -34,9 +40,12 @@ ACTIVEMASK = ("__activemask() used as a mask: it reports which lanes happen to r
               "with every lane reaching the shuffle (or a mask from __ballot_sync taken before the branch)")
 PARTIAL = ("the mask {mask} leaves out lanes that reach this {call} too: a lane outside the mask that "
            "executes it, or whose value is read, is undefined behaviour")
-AFTER_RETURN = ("a {call} after some lanes of the warp may have returned (line {line}): lanes that "
-                "returned do not take part, yet the mask names them, and the values read from them are "
+AFTER_RETURN = ("a {call} after some lanes of the warp may have {left} (line {line}): lanes that "
+                "{left} do not take part, yet the mask names them, and the values read from them are "
                 "undefined; let every lane reach the {call} (guard the work, not the shuffle)")
+LEFT = {"return": ("returned", "returning"), "break": ("left the loop (break)", "breaking out"),
+        "continue": ("skipped the rest of this round of the loop (continue)", "skipping ahead"),
+        "goto": ("jumped past it (goto)", "jumping")}
 DIVERGENT = ("a {call} inside code that only some lanes of the warp run (the condition on line {line} "
              "differs between lanes): the mask names lanes that never arrive; move the {call} out of the "
              "branch or loop so that every lane executes it")
@@ -49,18 +58,18 @@ BARRIER_DIVERGENT = ("a {call} inside code that only part of the block runs (the
                      "differs between the threads of a block): every thread of the block must reach each "
                      "barrier, or the block can hang or go on before the others have written; move the "
                      "barrier out of the branch or loop (guard the work, not the barrier)")
-BARRIER_AFTER_RETURN = ("a {call} after some threads of the block may have returned (line {line}): every "
-                        "thread of the block must reach each barrier; instead of returning, let those "
+BARRIER_AFTER_RETURN = ("a {call} after some threads of the block may have {left} (line {line}): every "
+                        "thread of the block must reach each barrier; instead of {leaving}, let those "
                         "threads take part with a neutral value (0 past n) and skip only the work")
 BLOCK_UB = (" — undefined behaviour: it may give the right numbers on one GPU and hang or read partial "
             "values on another")
 BLOCK_ATOMIC = ("{call} on {target}, which other blocks update too: a _block atomic is atomic only among "
                 "the threads of one block, so updates from two blocks to one element can be lost (a race "
                 "that the usual launches may not show); use {plain}")
-LANE_STRIDE = ("the lanes do not stride the in-links by {stride} as the exercise prescribes (this loop "
-               "steps by {got}): lane l must take in-links l, l + {stride}, ..., so that the lanes of a "
-               "warp read consecutive in_sources together (one coalesced load); contiguous chunks per "
-               "lane, or any other split, can give the right sums but scatter every load")
+SMALL_SHARED = ("the shared array {name} has {size} elements, yet every thread of the block reaches "
+                "{name}[{index}] and the checker launches {block} threads per block: threads {size} to "
+                "{last} read or write past its end — into another shared variable, or outside the block's "
+                "shared memory (a fault); give it one element per thread ({block}), or guard the access")
 
 
 @dataclass(frozen=True)
@@ -72,27 +81,29 @@ class Hazard:
 
 
 def lint(code: str, function: str | None = None, lane_stride: str | None = None,
-         row: str = "in_sources") -> list[Hazard]:
+         row: str = "in_sources", block: int | None = None) -> list[Hazard]:
     """Hazards in ``code`` (see the module's docstring), each with its line and cause; [] when none is found
     or the source cannot be read (then the compiler will say what is wrong). ``lane_stride`` ('32',
-    'width') is the stride the exercise prescribes for the loops that read the array ``row``."""
+    'width') is the stride the exercise prescribes for the loops that read the array ``row``; ``block``
+    the most threads per block the checker launches (a shared array smaller than that is named)."""
     try:
         found, _ = functions(code)
     except (ValueError, IndexError, RecursionError):
         return []
     lines = code.split("\n")
-    collective_helpers = {f.name for f in found if not f.kernel and _has(f.body, COLLECTIVES)}
-    barrier_helpers = {f.name for f in found if not f.kernel and _has(f.body, BARRIERS)}
+    collective_helpers = _helpers(found, COLLECTIVES)
+    barrier_helpers = set(_helpers(found, BARRIERS))
     hazards: list[Hazard] = []
     for fn in found:
         if function is not None and fn.kernel and fn.name != function:
             continue
         try:
             hazards += _warp_hazards(fn, collective_helpers, lines)
-            hazards += _block_hazards(fn, barrier_helpers, lines)
+            hazards += _block_hazards(fn, barrier_helpers, lines, block)
             hazards += _shared_steps(fn, lines)
             if lane_stride and fn.kernel:
-                hazards += _lane_strides(fn, lane_stride, row, lines)
+                found_here = lane_strides(fn, lane_stride, row)
+                hazards += [_hazard(lines, line, cause) for line, cause in found_here]
         except (ValueError, IndexError, RecursionError):
             continue
     unique, seen = [], set()
@@ -103,6 +114,36 @@ def lint(code: str, function: str | None = None, lane_stride: str | None = None,
     return unique
 
 
+def _helpers(found: list[Function], names: set[str]) -> dict[str, int | None]:
+    """The __device__ functions that call one of ``names``, or such a helper (a helper of a helper), each
+    with the position of the parameter it passes as every such call's mask (None: not one parameter)."""
+    helpers: dict[str, int | None] = {}
+    for _ in range(len(found)):
+        for fn in found:
+            if not fn.kernel and fn.name not in helpers and _has(fn.body, names | set(helpers)):
+                helpers[fn.name] = _mask_parameter(fn, names)
+    return helpers
+
+
+def _mask_parameter(fn: Function, names: set[str]) -> int | None:
+    """The position of ``fn``'s parameter that is the mask of every call of ``names`` in it, if one is."""
+    masks: set = set()
+
+    def visit(node: Node) -> None:
+        if node is None:
+            return
+        toks = node.toks + (node.init or []) + (node.step or [])
+        for i, tok in enumerate(toks[:-2]):
+            if tok.text in names and toks[i + 1].text == "(":
+                masks.add(toks[i + 2].text if toks[i + 3:i + 4] and toks[i + 3].text in ",)" else None)
+        for child in node.body:
+            visit(child)
+
+    visit(fn.body)
+    mask = masks.pop() if len(masks) == 1 else None
+    return fn.params.index(mask) if mask in fn.params else None
+
+
 def _has(node: Node, names: set[str]) -> bool:
     if node is None:
         return False
@@ -110,48 +151,80 @@ def _has(node: Node, names: set[str]) -> bool:
     return any(t.text in names for t in toks) or any(_has(c, names) for c in node.body)
 
 
-def _calls(expression):
-    return [sub for sub in walk(expression) if sub[0] == "call"]
-
-
 def _hazard(lines: list[str], line: int, cause: str) -> Hazard:
     return Hazard(line, lines[line - 1].strip() if 0 < line <= len(lines) else "", cause)
 
 
+def _sites(node, uni: Uniformity, conditional: bool = False):
+    """The calls and indexed reads or writes of an expression, each with whether only some threads may
+    evaluate it: in a branch of ?: or on the right of && or || whose left side differs between threads."""
+    if node[0] == "cond":
+        yield from _sites(node[1], uni, conditional)
+        for part in node[2:4]:
+            yield from _sites(part, uni, conditional or uni.varies(node[1]))
+        return
+    if node[0] == "bin" and node[1] in ("&&", "||"):
+        yield from _sites(node[2], uni, conditional)
+        yield from _sites(node[3], uni, conditional or uni.varies(node[2]))
+        return
+    if node[0] in ("call", "index"):
+        yield node, conditional
+    for child in node[1:]:
+        for item in (child if isinstance(child, list) else [child]):
+            if isinstance(item, tuple):
+                yield from _sites(item, uni, conditional)
+
+
+def _switch(node: Node) -> bool:
+    then = node.body[0]
+    return node.kind == "if" and then is not None and then.kind == "block" and any(
+        c.kind == "label" and c.toks[0].text in ("case", "default") for c in then.body)
+
+
 def _walk(fn: Function, uni: Uniformity, site) -> None:
-    """Call ``site(call, line, divergent, returns)`` for every call in the function: ``divergent`` is the
-    line of the innermost condition that differs between threads (None where all run), ``returns`` the
-    lines of returns taken by some threads only, before this point."""
-    returns: list[int] = []
+    """Call ``site(node, line, divergent, left)`` for every call and indexed access in the function:
+    ``divergent`` is the line of the innermost condition (if, loop, ?:, && or ||) that differs between
+    threads (None where all run), ``left`` the (line, how) of the returns, breaks, continues and forward
+    gotos taken by some threads only, before this point, whose threads have not come back at it."""
+    left: list[tuple[int, str, str | None]] = []
+    labels: set[str] = set()
 
     def sites(expression, line: int, divergent: int | None) -> None:
-        for call in _calls(expression):
-            site(call, line, divergent, returns)
+        for node, conditional in _sites(expression, uni):
+            site(node, line, line if divergent is None and conditional else divergent, left)
 
-    def visit(node: Node, divergent: int | None) -> None:
+    def visit(node: Node, divergent: int | None, in_switch: bool = False) -> None:
         if node is None:
             return
         if node.kind == "block":
             for item in node.body:
-                visit(item, divergent)
+                visit(item, divergent, in_switch)
         elif node.kind == "simple":
             for expression in statement_expressions(node):
                 sites(expression, node.line, divergent)
-        elif node.kind == "return":
-            sites(parse_expression(node.toks[1:]), node.line, divergent)
-            if divergent is not None:
-                returns.append(node.line)
+        elif node.kind == "label":
+            labels.add(node.toks[0].text)
+            left[:] = [entry for entry in left if entry[2] != node.toks[0].text]
+        elif node.kind in ("return", "jump"):
+            how = node.toks[0].text
+            if how == "return":
+                sites(parse_expression(node.toks[1:]), node.line, divergent)
+            target = node.toks[1].text if how == "goto" and len(node.toks) > 1 else None
+            if divergent is not None and not (how == "break" and in_switch) and target not in labels:
+                left.append((node.line, how, target))
         elif node.kind == "if":
             sites(parse_expression(node.toks), node.line, divergent)
             inner = divergent if divergent is not None or uni.condition(node.toks) == U else node.line
             for child in node.body:
-                visit(child, inner)
+                visit(child, inner, in_switch or _switch(node))
         elif node.kind == "loop":
             for expression in statement_expressions(Node("simple", node.line, node.init or [], [])):
                 sites(expression, node.line, divergent)
             inner = divergent if divergent is not None or uni.condition(node.toks) == U else node.line
             sites(parse_expression(node.toks), node.line, inner)
+            before = len(left)
             visit(node.body[0], inner)
+            left[before:] = [entry for entry in left[before:] if entry[1] not in ("break", "continue")]
             sites(parse_expression(node.step or []), node.line, inner)
 
     visit(fn.body, None)
@@ -174,31 +247,30 @@ def _mask(node, constants: dict[str, int], assigned: dict[str, list]) -> tuple[s
     return ("full" if value & 0xFFFFFFFF == 0xFFFFFFFF else "partial"), value & 0xFFFFFFFF
 
 
-def _warp_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Hazard]:
+def _warp_hazards(fn: Function, helpers: dict[str, int | None], lines: list[str]) -> list[Hazard]:
     constants = constants_of(fn)
     uni = Uniformity(fn, constants)
     hazards: list[Hazard] = []
 
-    def site(call, line: int, divergent: int | None, returns: list[int]) -> None:
-        name = call[1]
-        if name not in COLLECTIVES and name not in helpers:
+    def site(call, line: int, divergent: int | None, left: list) -> None:
+        if call[0] != "call" or (call[1] not in COLLECTIVES and call[1] not in helpers):
             return
+        name, at = call[1], 0 if call[1] in COLLECTIVES else helpers[call[1]]
         shown = "__syncwarp()" if name == "__syncwarp" else (f"{name}()" if name in COLLECTIVES else
                                                                f"call of {name}() (it shuffles)")
-        if name in COLLECTIVES and call[2]:
-            kind, value = _mask(call[2][0], constants, uni.assigned)
-        elif name in COLLECTIVES:
-            kind, value = "full", 0xFFFFFFFF          # __syncwarp() without a mask
+        if at is not None and at < len(call[2]):
+            kind, value = _mask(call[2][at], constants, uni.assigned)
         else:
-            kind, value = "full", None
+            kind, value = "full", 0xFFFFFFFF          # __syncwarp() without a mask, a helper's own mask
         if kind == "active":
             hazards.append(_hazard(lines, line, ACTIVEMASK + UB))
-        elif kind == "partial" and divergent is None and not returns:
+        elif kind == "partial" and divergent is None and not left:
             hazards.append(_hazard(lines, line, PARTIAL.format(mask=f"0x{value:08x}", call=shown) + UB))
         elif kind == "full" and divergent is not None:
             hazards.append(_hazard(lines, line, DIVERGENT.format(call=shown, line=divergent) + UB))
-        elif kind == "full" and returns:
-            hazards.append(_hazard(lines, line, AFTER_RETURN.format(call=shown, line=returns[0]) + UB))
+        elif kind == "full" and left:
+            cause = AFTER_RETURN.format(call=shown, line=left[0][0], left=LEFT[left[0][1]][0])
+            hazards.append(_hazard(lines, line, cause + UB))
 
     _walk(fn, uni, site)
     return hazards
@@ -206,21 +278,32 @@ def _warp_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Haz
 
 # --- block barriers and block-scoped atomics -------------------------------------------------------
 
-def _block_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Hazard]:
+def _block_hazards(fn: Function, helpers: set[str], lines: list[str], block: int | None) -> list[Hazard]:
     uni = Uniformity(fn, constants_of(fn), scope="block")
     shared = shared_names(fn)
+    small, aliases = (small_shared(fn, block) if block else {}), _thread_aliases(fn)
     hazards: list[Hazard] = []
 
-    def site(call, line: int, divergent: int | None, returns: list[int]) -> None:
+    def site(call, line: int, divergent: int | None, left: list) -> None:
+        if call[0] == "index":
+            name = call[1][1] if call[1][0] == "id" else None
+            index = call[2][1] if call[2][0] == "cast" else call[2]
+            by_thread = index == THREAD_X or (index[0] == "id" and index[1] in aliases)
+            if name in small and divergent is None and not left and by_thread:
+                shown = "threadIdx.x" if index == THREAD_X else index[1]
+                hazards.append(_hazard(lines, line, SMALL_SHARED.format(
+                    name=name, size=small[name], index=shown, block=block, last=block - 1)))
+            return
         name = call[1]
         if name in BARRIERS or name in helpers:
             shown = f"{name}()" if name in BARRIERS else f"call of {name}() (it waits at a __syncthreads())"
             if divergent is not None:
                 cause = BARRIER_DIVERGENT.format(call=shown, line=divergent)
                 hazards.append(_hazard(lines, line, cause + BLOCK_UB))
-            elif returns:
-                hazards.append(_hazard(lines, line, BARRIER_AFTER_RETURN.format(call=shown, line=returns[0])
-                                       + BLOCK_UB))
+            elif left:
+                how, leaving = LEFT[left[0][1]]
+                cause = BARRIER_AFTER_RETURN.format(call=shown, line=left[0][0], left=how, leaving=leaving)
+                hazards.append(_hazard(lines, line, cause + BLOCK_UB))
         elif name in BLOCK_ATOMICS and call[2]:
             ids = {sub[1] for sub in walk(call[2][0]) if sub[0] == "id"}
             if not ids & shared and "blockIdx" not in ids:
@@ -233,103 +316,49 @@ def _block_hazards(fn: Function, helpers: set[str], lines: list[str]) -> list[Ha
     return hazards
 
 
-# --- the lane stride an exercise prescribes ----------------------------------------------------------
+def small_shared(fn: Function, block: int) -> dict[str, int]:
+    """The shared arrays of one dimension whose size, a constant, is below ``block``, with their sizes."""
+    constants, found = constants_of(fn), {}
 
-def _loop_step(node: Node) -> tuple[str, object] | None:
-    """(variable, stride expression) of a loop's increment: ``k += s``, ``k = k + s``, ``++k``, ``k++``;
-    for a while loop, the increment among its body's statements of a variable its condition reads."""
-    candidates = [parse_expression(node.step)] if node.step else []
-    if not node.step and node.body and node.body[0] is not None:
-        body = node.body[0].body if node.body[0].kind == "block" else [node.body[0]]
-        in_condition = {sub[1] for sub in walk(parse_expression(node.toks)) if sub[0] == "id"}
-        candidates = [e for item in body if item.kind == "simple" for e in statement_expressions(item)
-                      if any(sub[0] in ("assign", "unary") for sub in walk(e))
-                      and {sub[1] for sub in walk(e) if sub[0] == "id"} & in_condition]
-    for expression in candidates:
-        if expression[0] == "assign" and expression[2][0] == "id":
-            name, value = expression[2][1], expression[3]
-            if expression[1] == "+=":
-                return name, value
-            if expression[1] == "=" and value[0] == "bin" and value[1] == "+":
-                if value[2] == ("id", name):
-                    return name, value[3]
-                if value[3] == ("id", name):
-                    return name, value[2]
-        if expression[0] == "unary" and expression[1] == "++" and expression[2][0] == "id":
-            return expression[2][1], ("num", "1")
-    return None
+    def visit(node: Node) -> None:
+        if node is None:
+            return
+        toks = node.toks
+        if node.kind == "simple" and any(t.text == "__shared__" for t in toks):
+            for i, tok in enumerate(toks[:-1]):
+                if tok.kind == "id" and toks[i + 1].text == "[" and toks[i - 1].text != "]":
+                    close = match(toks, i + 1)
+                    size = _constant(parse_expression(toks[i + 2:close]), constants)
+                    if close + 1 < len(toks) and toks[close + 1].text == "[":
+                        continue                               # two dimensions: not looked at
+                    if size is not None and 0 < size < block:
+                        found[tok.text] = size
+        for child in node.body:
+            visit(child)
 
-
-def _stride(node, constants: dict[str, int], aliases: dict[str, object]) -> str | None:
-    """The stride as the lint compares it: a number ('32'), a name ('width'), or None if it cannot tell."""
-    for _ in range(4):
-        if node[0] == "id" and node[1] in aliases:
-            node = aliases[node[1]]
-    value = number(node)
-    if value is None and node[0] == "id":
-        value = constants.get(node[1], 32 if node[1] == "warpSize" else None)
-        if value is None:
-            return node[1]
-    return None if value is None else str(value)
-
-
-def _assignments(node: Node, found: dict[str, list]) -> dict[str, list]:
-    """Every variable assigned anywhere in ``node``, with the expressions assigned to it."""
-    if node is None:
-        return found
-    items = statement_expressions(node) if node.kind == "simple" else []
-    if node.kind == "loop" and node.init:
-        items += statement_expressions(Node("simple", node.line, node.init, []))
-    for expression in items:
-        for sub in walk(expression):
-            if sub[0] == "assign" and sub[2][0] == "id":
-                found.setdefault(sub[2][1], []).append(sub[3])
-    for child in node.body:
-        _assignments(child, found)
+    visit(fn.body)
     return found
 
 
-def _lane_strides(fn: Function, prescribed: str, row: str, lines: list[str]) -> list[Hazard]:
-    constants = constants_of(fn)
-    everywhere = _assignments(fn.body, {})
-    aliases = {name: values[0] for name, values in everywhere.items()
-               if len(values) == 1 and values[0][0] == "id"}
-    hazards: list[Hazard] = []
+def _constant(node, constants: dict[str, int]) -> int | None:
+    """The value of an integer expression of literals and constants (THREADS / 2), or None."""
+    value = number(node) if node[0] != "id" else constants.get(node[1])
+    if value is None and node[0] == "cast":
+        return _constant(node[1], constants)
+    if value is None and node[0] == "bin" and node[1] in ("+", "-", "*", "/", "<<", ">>"):
+        a, b = _constant(node[2], constants), _constant(node[3], constants)
+        if a is None or b is None or (node[1] == "/" and b == 0) or (node[1] in ("<<", ">>") and b < 0):
+            return None
+        return {"+": a + b, "-": a - b, "*": a * b, "/": a // b if b else 0, "<<": a << min(b, 64),
+                ">>": a >> b}[node[1]]
+    return value
 
-    def ids(expression) -> set[str]:
-        return {sub[1] for sub in walk(expression) if sub[0] == "id"}
 
-    def reads(node: Node) -> list:
-        exprs = statement_expressions(node) if node.kind == "simple" else (
-            [parse_expression(node.toks)] if node.kind in ("if", "loop", "return") and node.toks else [])
-        return [sub[2] for e in exprs for sub in walk(e) if sub[0] == "index" and sub[1] == ("id", row)]
-
-    def visit(node: Node, loops: list) -> None:
-        if node is None:
-            return
-        for index in reads(node):
-            for loop, var, stride in reversed(loops):
-                assigned = _assignments(loop.body[0], {})
-                depends = {var}
-                for _ in range(4):
-                    depends |= {name for name, values in assigned.items()
-                                if any(ids(v) & depends for v in values)}
-                if ids(index) & depends:
-                    got = _stride(stride, constants, aliases)
-                    if got is not None and got != prescribed:
-                        cause = LANE_STRIDE.format(stride=prescribed, got=got)
-                        hazards.append(_hazard(lines, loop.line, cause))
-                    break
-        if node.kind == "loop":
-            step = _loop_step(node)
-            inner = loops + [(node, step[0], step[1])] if step else loops
-            visit(node.body[0], inner)
-            return
-        for child in node.body:
-            visit(child, loops)
-
-    visit(fn.body, [])
-    return hazards
+def _thread_aliases(fn: Function) -> set[str]:
+    """Variables assigned once, from threadIdx.x (int t = threadIdx.x;)."""
+    values = assignments(fn.body, {})
+    return {name for name, found in values.items() if len(found) == 1 and
+            (found[0][1] if found[0][0] == "cast" else found[0]) == THREAD_X}
 
 
 # --- shared-memory reduction steps -----------------------------------------------------------------
