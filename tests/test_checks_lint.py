@@ -153,6 +153,8 @@ def test_no_false_alarm_on_correct_block_code(body):
     ("int i = blockIdx.x * blockDim.x + threadIdx.x;\n if (i < n) atomicAdd_block(total, x[i]);\n",
      "atomic only among the threads of one block"),
     ("atomicMax_block((int*)out, 1);\n", "atomicMax_block() on out"),
+    # the array updated is named, not another one its index reads (was: whichever a set gave first)
+    ("atomicAdd_block(&out[(int)x[threadIdx.x]], 1.0f);\n", "atomicAdd_block() on out,"),
     # two steps on ONE array with no barrier between them, even when another array's step sits between
     ("__shared__ float a[256], b[256];\n a[threadIdx.x] = x[threadIdx.x];\n b[threadIdx.x] = 1.0f;\n"
      " __syncthreads();\n if (threadIdx.x < 128) {\n  a[threadIdx.x] += a[threadIdx.x + 128];\n"

@@ -29,9 +29,9 @@ RENORMALISED = ("renormalised instead of spreading the dangling mass: dividing b
                 "every vertex must get the same share, d * D / n")
 UNDAMPED_DANGLING = ("the dangling share is not damped: every vertex gets d * D / n from the dangling "
                      "vertices (D = their total rank), not D / n")
-SELF_LOOPS_DROPPED = ("self-loops dropped: an edge u -> u is an in-link of u like any other (it counts in u's "
-                      "out-degree, so u keeps d * rank[u] / out_degree[u] of its own rank); sum over every edge "
-                      "graph.edges() lists")
+SELF_LOOPS_DROPPED = ("self-loops dropped: an edge u -> u is an in-link of u like any other (it counts in "
+                      "u's out-degree, so u keeps d * rank[u] / out_degree[u] of its own rank); sum over "
+                      "every edge graph.edges() lists")
 IN_DEGREE_DANGLING = ("the dangling vertices are those without out-links (graph.dangling, out_degree == 0), "
                       "not those without in-links: the mass D = ranks[graph.dangling].sum()")
 KEPT_STATE = ("state kept across calls: the first call on this graph is right, the second (other ranks, "

@@ -112,7 +112,8 @@ def _stopping(truth: Truth, found, k: int, tol: float, stop: int, reached: bool,
         raise Wrong(detail, MAX_ITER + ("; yours is off by one" if k == stop - 1 else ""))
     boundary = truth.residuals[min(k, truth.iterations) - 1]
     if abs(k - stop) == 1 and abs(boundary - tol) <= 1e-9 * tol:
-        return f"iterations: {k} (the change at the stop is within a relative 1e-9 of tol: either count is right)"
+        return (f"iterations: {k} (the change at the stop is within a relative 1e-9 of tol: either count "
+                "is right)")
     stops = {norm: int(np.argmax(h < tol)) + 1 for norm, h in norm_histories(found).items()
              if (h < tol).any()}
     stops = {norm: at for norm, at in stops.items() if at != stop}     # only norms that stop elsewhere

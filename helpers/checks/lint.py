@@ -305,8 +305,8 @@ def _block_hazards(fn: Function, helpers: set[str], lines: list[str], block: int
                 cause = BARRIER_AFTER_RETURN.format(call=shown, line=left[0][0], left=how, leaving=leaving)
                 hazards.append(_hazard(lines, line, cause + BLOCK_UB))
         elif name in BLOCK_ATOMICS and call[2]:
-            ids = {sub[1] for sub in walk(call[2][0]) if sub[0] == "id"}
-            if not ids & shared and "blockIdx" not in ids:
+            ids = [sub[1] for sub in walk(call[2][0]) if sub[0] == "id"]  # source order: the array first
+            if not set(ids) & shared and "blockIdx" not in ids:
                 target = next((i for i in ids if i in fn.params), None) or "global memory"
                 plain = name[:-len("_block")] + "()"
                 cause = BLOCK_ATOMIC.format(call=f"{name}()", target=target, plain=plain)

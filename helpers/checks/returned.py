@@ -22,11 +22,11 @@ SHARED_RESULT = ("state kept across calls: what your function returned was overw
                  "it returns the same buffer every time (an array made once and filled again, or a view of "
                  "one), so a caller that keeps a result sees it change (a power iteration that keeps the "
                  "old ranks sees an L1 change of 0): return a new array from every call")
-STATE_FROM_EARLIER = ("state kept across calls: run alone, as the first call of a fresh process, this input "
-                      "gets the right answer, but after the checker's earlier calls on other inputs a wrong "
-                      "one: your function keeps something from an earlier call (a cache or a global keyed by "
-                      "the size, a default argument, an attribute of the function) and uses it again; compute "
-                      "everything from the arguments of each call")
+STATE_FROM_EARLIER = ("state kept across calls: run alone, as the first call of a fresh process, this "
+                      "input gets the right answer, but after the checker's earlier calls on other inputs a "
+                      "wrong one: your function keeps something from an earlier call (a cache or a global "
+                      "keyed by the size, a default argument, an attribute of the function) and uses it "
+                      "again; compute everything from the arguments of each call")
 KNOWN_STATE = ("state kept", "a warm start")
 YIELDED = ("the function yields instead of returning: a function that contains `yield` runs none of its "
            "body when called and hands back a generator; return the result")
