@@ -54,13 +54,25 @@ class Verdict:
         if self.word == "no measurable difference":
             return f"{a} and {b}: no measurable difference (under {MARGIN:.0%})"
         if self.word == "not settled":
-            widest = max(self.high - 1, 1 / self.low - 1)
-            return (f"{a} against {b}: not settled by {self.trials} trials (the difference could be as "
-                    f"large as {widest:.0%}, or under {MARGIN:.0%})")
+            return f"{a} against {b}: not settled by {self.trials} trials ({self._unsettled(a, b)})"
         return f"{a} is about {_rounded(self.times)}x {self.word} than {b}"
+
+    def _unsettled(self, a: str, b: str) -> str:
+        """What the interval of an unsettled verdict allows, in words, with one rounded number."""
+        faster, slower = self.low < 1 / (1 + MARGIN), self.high > 1 + MARGIN
+        if faster and slower:
+            return f"{a} could be faster or slower, by up to {_percent(max(self.high, 1 / self.low) - 1)}"
+        if slower:
+            return f"{a} could be up to {_percent(self.high - 1)} slower than {b}, or within {MARGIN:.0%} of it"
+        return f"{a} could be up to {_percent(1 / self.low - 1)} faster than {b}, or within {MARGIN:.0%} of it"
 
     def __str__(self) -> str:
         return self.word
+
+
+def _percent(share: float) -> str:
+    """3.4% or 16%: a tenth of a percent where it tells a bound from the 3% margin."""
+    return f"{share:.1%}" if share < 0.1 else f"{share:.0%}"
 
 
 def _rounded(times: float) -> str:

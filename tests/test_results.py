@@ -1,3 +1,4 @@
+import math
 import numpy as np
 import pandas as pd
 import pytest
@@ -108,3 +109,16 @@ def test_a_log_chart_labels_its_ticks_without_overlap(medians):
     assert all(left.x1 < right.x0 for left, right in zip(boxes, boxes[1:])), [t.get_text() for t in shown]
     assert all("\\times" not in t.get_text() for t in shown)          # plain numbers, not 3x10^-2
     plt.close(ax.figure)
+
+
+def test_an_unsettled_verdict_says_which_way_its_interval_reaches():
+    def verdict(low, high):
+        return verdicts.Verdict(math.sqrt(low * high), low, high, "not settled", True, 7)
+
+    assert verdict(0.99, 1.16).sentence("A", "B") == \
+        "A against B: not settled by 7 trials (A could be up to 16% slower than B, or within 3% of it)"
+    assert verdict(0.95, 1.01).sentence("A", "B") == \
+        "A against B: not settled by 7 trials (A could be up to 5.3% faster than B, or within 3% of it)"
+    assert verdict(0.46, 1.2).sentence("A", "B") == \
+        "A against B: not settled by 7 trials (A could be faster or slower, by up to 117%)"
+    assert verdicts.compare(*_paired(1.0, 1.03, 0.01, trials=5)).sentence("A", "B").count("%") == 2
