@@ -33,7 +33,10 @@ def test_rounded_and_with_spread():
     assert results.rounded(645.0, 180.0) == "640" and results.rounded(12_345.0, 40.0) == "12,340"
     assert results.with_spread(57_119.0, 56_979.0, 57_160.0) == "57,100 (57,000-57,200)"
     assert results.with_spread(-0.044, -0.171, 0.032) == "-0.04 (-0.17 to 0.03)"
-    assert results.about(Timing.of([0.0422, 0.0421, 0.0424])) == "0.0422"
+    assert results.about(Timing.of([0.0422, 0.0421, 0.0424])) == "0.042"      # a sentence: two digits
+    assert results.about(Timing.of([11.01, 11.00, 11.02])) == "11"
+    assert results.about(Timing.of([1_213.0, 1_180.0, 1_270.0])) == "1,200"
+    assert results.about(Timing.of([0.32, 0.248, 0.3465])) == "0.32"         # never under two digits
 
 
 def test_one_sample_keeps_two_significant_digits():
