@@ -56,8 +56,9 @@ def rounded(value: float, spread: float) -> str:
 def about(timing) -> str:
     """A Timing's median alone, rounded to its spread and to two significant digits at most: the one
     number a sentence carries ('about 11 ms', not 'about 11.01 ms'; the table keeps the digits)."""
-    median = timing.median_ms
-    second_digit = 10.0 ** (math.floor(math.log10(abs(median))) - 1) if median and math.isfinite(median) else 0
+    median, second_digit = timing.median_ms, 0.0
+    if median and math.isfinite(median):
+        second_digit = 10.0 ** (math.floor(math.log10(abs(median))) - 1)
     return rounded(median, max(timing.max_ms - timing.min_ms, second_digit))
 
 
