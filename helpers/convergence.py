@@ -176,15 +176,16 @@ def control_says(effect: verdicts.Verdict, control: verdicts.Verdict, what: str,
     if control.word == "no measurable difference":
         return f"{what} disappears without {cause}: the control supports {cause} as its cause"
     if control.word == "not settled":
-        return f"{what}: the control is not settled; more trials would say whether {cause} explains it"
+        return f"{what}: the control is not settled; more trials would say how much of it comes from {cause}"
     if control.word != effect.word:
-        return f"{what} reverses without {cause}: {cause} explains more than all of it"
+        return (f"{what} reverses without {cause}: all of it comes from {cause}, and something else pulls "
+                "the other way")
     if abs(math.log(control.ratio)) < 0.5 * abs(math.log(effect.ratio)):
         return (f"{what} shrinks from about {times_text(effect)}x to about {times_text(control)}x "
-                f"without {cause}: {cause} explains most of it")
+                f"without {cause}: most of it comes from {cause}")
     if abs(math.log(control.ratio)) < abs(math.log(effect.ratio)) - math.log(1 + verdicts.MARGIN):
         return (f"{what} shrinks from about {times_text(effect)}x to about {times_text(control)}x "
-                f"without {cause}: {cause} explains part of it, not most")
+                f"without {cause}: part of it comes from {cause}, not most")
     return (f"{what} stays at about {times_text(control)}x without {cause}: the control does not "
             f"support {cause} as its cause")
 

@@ -69,10 +69,10 @@ def test_verdict_table_compares_each_pair():
 
 @pytest.mark.parametrize("control, expected", [
     (verdict(1.0, "no measurable difference"), "disappears without the hub: the control supports the hub"),
-    (verdict(1.02, "not settled"), "the control is not settled"),
-    (verdict(0.8, "faster"), "reverses without the hub"),
-    (verdict(1.2, "slower"), "shrinks from about 2.0x to about 1.2x without the hub: the hub explains most"),
-    (verdict(1.6, "slower"), "shrinks from about 2.0x to about 1.6x without the hub: the hub explains part"),
+    (verdict(1.02, "not settled"), "the control is not settled; more trials would say how much of it comes"),
+    (verdict(0.8, "faster"), "reverses without the hub: all of it comes from the hub, and something else"),
+    (verdict(1.2, "slower"), "shrinks from about 2.0x to about 1.2x without the hub: most of it comes from the hub"),
+    (verdict(1.6, "slower"), "shrinks from about 2.0x to about 1.6x without the hub: part of it comes from the hub"),
     (verdict(1.97, "slower"), "stays at about 2.0x without the hub: the control does not support the hub"),
 ])
 def test_control_says_what_the_control_supports_whatever_the_outcome(control, expected):
