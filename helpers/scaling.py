@@ -68,9 +68,12 @@ def share_removed(before: verdicts.Verdict, after: verdicts.Verdict) -> float:
 
 def control_line(cause: str, before: verdicts.Verdict, after: verdicts.Verdict) -> str:
     """A sentence on a suspected cause: supported when its control (which changes only that cause)
-    removes most of the slowdown, with the share it removes."""
+    removes most of the slowdown, with the share it removes; where the rule has not settled the gap left
+    with the control, it says so instead of a share."""
     if before.word != "slower":
         return f"{cause}: no slowdown to explain ({before.word})"
+    if after.word == "not settled":
+        return f"{cause}: not settled; more trials would say how much of the slowdown its control removes"
     share = share_removed(before, after)
     word = "supported" if share >= 0.5 else "not supported"
     return f"{cause}: {word}; its control removes about {share:.0%} of the slowdown"

@@ -125,3 +125,20 @@ def test_an_unsettled_verdict_says_which_way_its_interval_reaches():
     assert verdict(0.46, 1.2).sentence("A", "B") == \
         "A against B: not settled by 7 trials (A could be faster or slower, by up to 117%)"
     assert verdicts.compare(*_paired(1.0, 1.03, 0.01, trials=5)).sentence("A", "B").count("%") == 2
+
+
+def test_a_control_line_gives_the_share_removed_only_where_the_rule_settled_the_gap():
+    from helpers import scaling
+
+    def v(ratio, word):
+        return verdicts.Verdict(ratio, ratio * 0.98, ratio * 1.02, word, True, 15)
+
+    before = v(2.0, "slower")
+    assert scaling.control_line("the hub", before, v(1.2, "slower")) == \
+        "the hub: supported; its control removes about 74% of the slowdown"
+    assert scaling.control_line("the hub", before, v(1.8, "slower")).startswith("the hub: not supported")
+    assert scaling.control_line("the hub", before, v(1.0, "no measurable difference")) == \
+        "the hub: supported; its control removes about 100% of the slowdown"
+    unsettled = scaling.control_line("the hub", before, v(1.03, "not settled"))
+    assert "not settled" in unsettled and "%" not in unsettled
+    assert scaling.control_line("x", v(0.9, "faster"), before) == "x: no slowdown to explain (faster)"
