@@ -108,6 +108,10 @@ MUTANTS = {
          "    sources, targets = sources[keep], targets[keep]\n", "self-loops dropped"),
         ("dangling taken as no in-links", "ranks[graph.dangling].sum()", "ranks[graph.in_degree == 0].sum()",
          "not those without in-links"),
+        # second red team: randomness told from state, the damping hard-coded in one term only
+        ("random noise added", "    return damping * pulled",
+         "    return 1e-13 * np.random.default_rng().standard_normal(n) + damping * pulled",
+         "different results for the same input"),
     ],
     "02_transpose": [
         ("bincount without minlength", "np.bincount(out_targets, minlength=num_vertices)",
@@ -208,6 +212,10 @@ MUTANTS = {
          "    return result.ranks, result.iterations\n", "helpers.reference.pagerank, the course's own"),
         ("the pair swapped", "return ranks, iterations", "return iterations, ranks",
          "the pair is in the wrong order"),
+        # second red team
+        ("random noise added", "return ranks, iterations",
+         "return ranks + 1e-11 * np.random.standard_normal(n), iterations",
+         "different results for the same input"),
     ],
     "33_top_k": [
         ("reversed ascending sort", 'np.argsort(-np.asarray(ranks), kind="stable")',
@@ -246,6 +254,11 @@ MUTANTS = {
          'np.argsort(-np.asarray(ranks, dtype=np.float16), kind="stable")', "compared in float16"),
         ("ranks rounded to 10 decimals", 'np.argsort(-np.asarray(ranks), kind="stable")',
          'np.argsort(-np.round(np.asarray(ranks), 10), kind="stable")', "rounded to 10 decimals"),
+        # second red team
+        ("ties shuffled at random", 'order = np.argsort(-np.asarray(ranks), kind="stable")',
+         'p = np.random.permutation(len(ranks))\n'
+         '    order = p[np.argsort(-np.asarray(ranks)[p], kind="stable")]',
+         "different results for the same input"),
     ],
     "10_pull_grid_stride": [
         ("no grid-stride step", "v += stride)", "v += n)", "never written"),
