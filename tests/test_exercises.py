@@ -108,6 +108,16 @@ MUTANTS = {
          "    sources, targets = sources[keep], targets[keep]\n", "self-loops dropped"),
         ("dangling taken as no in-links", "ranks[graph.dangling].sum()", "ranks[graph.in_degree == 0].sum()",
          "not those without in-links"),
+        # second red team: randomness told from state, the damping hard-coded in one term only
+        ("random noise added", "    return damping * pulled",
+         "    return 1e-13 * np.random.default_rng().standard_normal(n) + damping * pulled",
+         "different results for the same input"),
+        ("0.85 hard-coded in the teleport term", "(damping * dangling_mass + 1.0 - damping) / n",
+         "(damping * dangling_mass + 1.0 - 0.85) / n", "hard-coded in (1 - d) / n"),
+        ("0.85 hard-coded in the dangling share", "(damping * dangling_mass + 1.0 - damping) / n",
+         "(0.85 * dangling_mass + 1.0 - damping) / n", "hard-coded in d * D / n"),
+        ("0.85 hard-coded in the pulled sum", "return damping * pulled", "return 0.85 * pulled",
+         "hard-coded in d * pulled"),
     ],
     "02_transpose": [
         ("bincount without minlength", "np.bincount(out_targets, minlength=num_vertices)",
@@ -152,6 +162,13 @@ MUTANTS = {
          "    graph = from_edges(np.repeat(np.arange(num_vertices), np.diff(out_offsets)), out_targets,\n"
          "                       num_vertices)\n    return graph.in_offsets, graph.in_sources\n",
          "helpers.graph.from_edges, the course's own answer"),
+        # second red team
+        ("self-loops skipped", "    sources = np.repeat(np.arange(num_vertices), np.diff(out_offsets))\n",
+         "    sources = np.repeat(np.arange(num_vertices), np.diff(out_offsets))\n"
+         "    keep = sources != out_targets\n    sources, out_targets = sources[keep], out_targets[keep]\n",
+         "self-loops dropped"),
+        ("out-degrees counted for the offsets", "np.bincount(out_targets, minlength=num_vertices)",
+         "np.diff(out_offsets)", "counts each vertex's out-links"),
     ],
     "03_power_iteration": [
         ("residual scaled by N", "change = np.abs(new - ranks).sum()", "change = np.abs(new - ranks).mean()",
@@ -208,6 +225,19 @@ MUTANTS = {
          "    return result.ranks, result.iterations\n", "helpers.reference.pagerank, the course's own"),
         ("the pair swapped", "return ranks, iterations", "return iterations, ranks",
          "the pair is in the wrong order"),
+        # second red team
+        ("random noise added", "return ranks, iterations",
+         "return ranks + 1e-11 * np.random.standard_normal(n), iterations",
+         "different results for the same input"),
+        ("0.85 hard-coded in the teleport term", "+ 1.0 - damping) / n", "+ 1.0 - 0.85) / n",
+         "hard-coded in (1 - d) / n"),
+        ("self-loops dropped", "    sources, targets = graph.edges()\n",
+         "    sources, targets = graph.edges()\n    keep = sources != targets\n"
+         "    sources, targets = sources[keep], targets[keep]\n", "self-loops dropped"),
+        ("dangling taken as no in-links", "ranks[graph.dangling].sum()", "ranks[graph.in_degree == 0].sum()",
+         "not those without in-links"),
+        ("a start vector of ones", "ranks = np.full(n, 1.0 / n)", "ranks = np.ones(n)",
+         "the start vector is np.ones(n)"),
     ],
     "33_top_k": [
         ("reversed ascending sort", 'np.argsort(-np.asarray(ranks), kind="stable")',
@@ -246,6 +276,13 @@ MUTANTS = {
          'np.argsort(-np.asarray(ranks, dtype=np.float16), kind="stable")', "compared in float16"),
         ("ranks rounded to 10 decimals", 'np.argsort(-np.asarray(ranks), kind="stable")',
          'np.argsort(-np.round(np.asarray(ranks), 10), kind="stable")', "rounded to 10 decimals"),
+        # second red team
+        ("ties shuffled at random", 'order = np.argsort(-np.asarray(ranks), kind="stable")',
+         'p = np.random.permutation(len(ranks))\n'
+         '    order = p[np.argsort(-np.asarray(ranks)[p], kind="stable")]',
+         "different results for the same input"),
+        ("ascending order", 'order = np.argsort(-np.asarray(ranks), kind="stable")',
+         'order = np.argsort(np.asarray(ranks), kind="stable")', "the k smallest ranks"),
     ],
     "10_pull_grid_stride": [
         ("no grid-stride step", "v += stride)", "v += n)", "never written"),
@@ -567,6 +604,22 @@ CORRECT = {
          "    import scipy.sparse as sp\n    n = graph.num_vertices\n    s, t = graph.edges()\n"
          "    a = sp.coo_matrix((1.0 / graph.out_degree[s], (t, s)), shape=(n, n)).tocsr()\n"
          "    return damping * (a @ ranks) + (damping * ranks[graph.dangling].sum() + 1 - damping) / n\n"),
+        # second red team
+        ("a pandas Series", "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "    import pandas as pd\n"
+         "    return pd.Series(damping * pulled + (damping * dangling_mass + 1.0 - damping) / n)"),
+        ("a read-only, non-contiguous view, printed every call",
+         "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "    out = np.repeat(damping * pulled + (damping * dangling_mass + 1.0 - damping) / n, 2)[::2]\n"
+         "    out.setflags(write=False)\n    print(out)\n    return out"),
+        ("a list of NumPy scalars",
+         "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "    new = damping * pulled + (damping * dangling_mass + 1.0 - damping) / n\n"
+         "    return [np.float64(x) for x in new]"),
+        ("seeded noise that cancels",
+         "    return damping * pulled + (damping * dangling_mass + 1.0 - damping) / n",
+         "    noise = np.random.default_rng(0).standard_normal(n)\n"
+         "    return (damping * pulled + noise) - noise + (damping * dangling_mass + 1.0 - damping) / n"),
     ],
     "02_transpose": [
         ("a Python loop over vertices", None,
@@ -591,6 +644,13 @@ CORRECT = {
          "    for u in range(num_vertices):\n        for k in range(out_offsets[u], out_offsets[u + 1]):\n"
          "            out[fill[out_targets[k]]] = u\n            fill[out_targets[k]] += 1\n"
          "    return offsets.astype(np.uint32), out.astype(np.uint32)\n"),
+        ("sources by searchsorted, int32 arrays in a list", None,
+         "    m = len(out_targets)\n"
+         "    sources = np.searchsorted(out_offsets, np.arange(m), side='right') - 1\n"
+         "    order = np.lexsort((sources, out_targets))\n"
+         "    counts = np.bincount(out_targets, minlength=num_vertices)\n"
+         "    offsets = np.concatenate([[0], np.cumsum(counts)])\n"
+         "    return [offsets.astype(np.int32), sources[order].astype(np.int32)]\n"),
     ],
     "03_power_iteration": [
         ("normalised after every step", "        ranks = new\n", "        ranks = new / new.sum()\n"),
@@ -619,6 +679,14 @@ CORRECT = {
          "        y = damping * (a @ x) + (damping * x[graph.out_degree == 0].sum() + 1 - damping) / n\n"
          "        change, x = np.abs(y - x).sum(), y\n        if change < tol:\n            break\n"
          "    return list(x), steps\n"),
+        ("a pandas Series and an np.int32 count", "return ranks, iterations",
+         "import pandas as pd\n    return pd.Series(ranks), np.int32(iterations)"),
+        ("while True, the L1 change with np.sum", None,
+         "    n = graph.num_vertices\n    s, t = graph.edges()\n    x = np.full(n, 1.0 / n)\n    k = 0\n"
+         "    while True:\n        y = np.bincount(t, weights=x[s] / graph.out_degree[s], minlength=n)\n"
+         "        y = damping * y + (damping * x[graph.out_degree == 0].sum() + 1 - damping) / n\n"
+         "        k += 1\n        done = np.sum(np.abs(y - x)) < tol\n        x = y\n"
+         "        if done or k == max_iter:\n            return x, k\n"),
     ],
     "33_top_k": [
         ("lexsort", None, "    return np.lexsort((np.arange(len(ranks)), -np.asarray(ranks)))[:k]\n"),
@@ -642,6 +710,11 @@ CORRECT = {
         ("the ranks negated in place and restored, unsigned ids", None,
          "    ranks *= -1\n    order = np.argsort(ranks, kind='mergesort')\n    ranks *= -1\n"
          "    return order[:k].astype(np.uint32)\n"),
+        ("sorted with reverse=True (stable too)", None,
+         "    order = sorted(range(len(ranks)), key=lambda i: ranks[i], reverse=True)\n"
+         "    return np.array(order[:k], dtype=np.int64)\n"),
+        ("pandas nlargest", None,
+         "    import pandas as pd\n    return pd.Series(ranks).nlargest(k).index.to_numpy()\n"),
     ],
     "10_pull_grid_stride": [
         ("a while loop", None,
@@ -795,6 +868,9 @@ CORRECT = {
         ("a max-minus-degree key", "np.argsort(-np.asarray(out_degree, dtype=np.int64), "
          "kind=\"stable\")", "np.argsort(np.max(out_degree, initial=0) - np.asarray(out_degree), "
          "kind=\"stable\")"),
+        ("buckets of equal out-degree, largest first", "np.argsort(-np.asarray(out_degree, dtype=np.int64), "
+         "kind=\"stable\")",
+         "np.concatenate([np.flatnonzero(out_degree == d) for d in np.unique(out_degree)[::-1]])"),
     ],
     "31_beat_the_library": [
         ("the library itself",

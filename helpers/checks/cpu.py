@@ -41,6 +41,10 @@ IN_LINKS = ("the sum over in-links is wrong: vertex v gets d * rank[u] / out_deg
             "links to it, counting u's out-degree, not v's")
 K_ZERO = ("k = 0 must give no index: a slice such as order[-k:] or order[:-k] gives the whole array when k "
           "is 0 (-0 is 0); slice the largest-first order with order[:k]")
+TRANSPOSE_LOOPS = ("self-loops dropped: an edge u -> u is an in-link of u like any other, so u is among its "
+                   "own in_sources; keep every edge of the out-CSR")
+OUT_COUNTED = ("in_offsets counts each vertex's out-links (np.diff(out_offsets)): a row of the in-CSR holds "
+               "the vertex's in-links, counted by target (np.bincount(out_targets, minlength=n))")
 PRISTINE = "helpers.checks.pristine.REFERENCE."
 STEP_ANSWERS = ("helpers.reference.pagerank_step", "helpers.reference.pagerank", PRISTINE + "pagerank_step",
                 PRISTINE + "pagerank")
@@ -51,8 +55,16 @@ COARSE_COMPARE = ("the ranks were compared {how}: ranks closer than that can tel
 FLOAT32_COMPARE = COARSE_COMPARE.format(how="in float32", example="0.1 and 0.1 + 1e-12")
 
 
-def hard_coded(d: float) -> str:
-    """The cause when the result is what d = 0.85 gives instead of the d passed."""
+TERM_NAMES = ("d * pulled", "d * D / n", "(1 - d) / n")
+TERMS = [(t,) for t in TERM_NAMES] + [(a, b) for i, a in enumerate(TERM_NAMES) for b in TERM_NAMES[i + 1:]]
+
+
+def hard_coded(d: float, terms: tuple = ()) -> str:
+    """The cause when the result is what d = 0.85 gives (in ``terms`` only, when given) instead of the d
+    passed."""
+    if terms:
+        return (f"the damping factor is hard-coded in {' and '.join(terms)}: there your result uses d = "
+                f"0.85, but this case passes d = {d:.3f}; use the damping argument in every term")
     return ("the damping factor is hard-coded: your result is what d = 0.85 gives, but this case passes d "
             f"= {d:.3f}; use the damping argument")
 
@@ -77,32 +89,47 @@ def step(graph: Graph, ranks: np.ndarray, damping: float) -> np.ndarray:
 
 # --- 01: one step --------------------------------------------------------------------------------------
 
-def step_parts(graph: Graph, ranks: np.ndarray, damping: float):
-    """(d * pulled, dangling mass D) of one step in float64."""
-    degree = graph.out_degree
-    contrib = np.divide(ranks, degree, out=np.zeros(graph.num_vertices), where=degree > 0)
-    return damping * (graph.in_matrix @ contrib), float(ranks[graph.dangling].sum())
+def step_takes(graph: Graph, damping: float) -> dict:
+    """One step as typical wrong answers compute it: the cause that names each -> its step (ranks -> new
+    ranks), the damping hard-coded in one or two of the three terms among them when d is not 0.85."""
+    n, d = graph.num_vertices, damping
+    sources, targets = graph.edges()
+    loops = sources[sources == targets]
+
+    def shares(ranks):
+        return np.divide(ranks, graph.out_degree, out=np.zeros(n), where=graph.out_degree > 0)
+
+    def pulled(ranks):
+        return graph.in_matrix @ shares(ranks)
+
+    def mass(ranks):
+        return float(ranks[graph.dangling].sum())
+
+    def no_dangling(ranks):
+        return d * pulled(ranks) + (1.0 - d) / n
+
+    def no_loops(ranks):
+        own = np.bincount(loops, weights=shares(ranks)[loops], minlength=n)
+        return d * (pulled(ranks) - own) + (d * mass(ranks) + 1.0 - d) / n
+
+    takes = {RENORMALISED: lambda r: no_dangling(r) / no_dangling(r).sum(), SELF_LOOPS_DROPPED: no_loops,
+             IN_DEGREE_DANGLING: lambda r: d * pulled(r) + (d * float(r[graph.in_degree == 0].sum()) + 1.0
+                                                            - d) / n,
+             UNDAMPED_DANGLING: lambda r: d * pulled(r) + (mass(r) + 1.0 - d) / n,
+             DANGLING_LOST: no_dangling,
+             TELEPORT_NOT_SHARED: lambda r: d * pulled(r) + d * mass(r) / n + 1.0 - d}
+    if abs(d - REF.DAMPING) > 1e-6:
+        takes[hard_coded(d)] = lambda r: step(graph, r, REF.DAMPING)
+        for terms in TERMS:
+            a, b, c = (REF.DAMPING if term in terms else d for term in TERM_NAMES)
+            takes[hard_coded(d, terms)] = (lambda a, b, c: lambda r: a * pulled(r) + (b * mass(r) + 1.0 - c)
+                                           / n)(a, b, c)
+    return takes
 
 
 def step_variants(graph: Graph, ranks: np.ndarray, damping: float) -> dict[str, np.ndarray]:
-    """One step as typical wrong answers compute it, by the cause that names each."""
-    n = graph.num_vertices
-    pulled, mass = step_parts(graph, ranks, damping)
-    no_dangling = pulled + (1.0 - damping) / n
-    sources, targets = graph.edges()
-    loops = sources[sources == targets]
-    contrib = np.divide(ranks, graph.out_degree, out=np.zeros(n), where=graph.out_degree > 0)
-    no_loops = pulled - damping * np.bincount(loops, weights=contrib[loops], minlength=n)
-    in_mass = float(ranks[graph.in_degree == 0].sum())
-    variants = {RENORMALISED: no_dangling / no_dangling.sum(),
-                SELF_LOOPS_DROPPED: no_loops + (damping * mass + 1.0 - damping) / n,
-                IN_DEGREE_DANGLING: pulled + (damping * in_mass + 1.0 - damping) / n,
-                UNDAMPED_DANGLING: pulled + (mass + 1.0 - damping) / n,
-                DANGLING_LOST: no_dangling,
-                TELEPORT_NOT_SHARED: pulled + damping * mass / n + 1.0 - damping}
-    if abs(damping - REF.DAMPING) > 0.01:
-        variants[hard_coded(damping)] = step(graph, ranks, REF.DAMPING)
-    return variants
+    """One step as typical wrong answers compute it, by the cause that names each (``step_takes``)."""
+    return {cause: take(ranks) for cause, take in step_takes(graph, damping).items()}
 
 
 def sum_check(graph: Graph, got: np.ndarray, ranks: np.ndarray, damping: float, what: str) -> None:
@@ -224,6 +251,11 @@ def _offsets(graph: Graph, got: np.ndarray) -> None:
     v = max(int(wrong[0]) - 1, 0)
     detail = (f"vertex {v}'s in-links span {got[v]}..{got[v + 1]}, expected "
               f"{graph.in_offsets[v]}..{graph.in_offsets[v + 1]}")
+    sources, targets = graph.edges()
+    for counts, cause in ((np.bincount(targets[sources != targets], minlength=n), TRANSPOSE_LOOPS),
+                          (graph.out_degree, OUT_COUNTED)):
+        if np.array_equal(got, np.concatenate([[0], np.cumsum(counts)])):
+            raise Wrong(detail, cause)
     counts = wrapped_type(np.diff(got), np.diff(graph.in_offsets))
     if counts is not None:
         hub = int(np.argmax(graph.in_degree))
@@ -343,10 +375,13 @@ def _top_k_wrong(ranks: np.ndarray, k: int, got: np.ndarray, expected: np.ndarra
     coarse += [(np.round(ranks, d), f"rounded to {d} decimals", f"ranks less than 1e-{d} apart")
                for d in range(15, 0, -1)]
     explained = [(how, example) for values, how, example in coarse
-                 if np.array_equal(values[got], values[expected])]
-    if explained:                                     # every coarser form the evidence fits
+                 if np.array_equal(got, np.argsort(-values, kind="stable")[:k])]
+    if explained:                                     # every coarser form whose top k yours is
         raise Wrong(detail, COARSE_COMPARE.format(how=" or ".join(h for h, _ in explained[:3]),
                                                   example=explained[0][1]))
+    if k < n and np.array_equal(ranks[got], np.sort(ranks)[:k]):
+        raise Wrong(detail, "the k smallest ranks, smallest first: return the largest, largest first (a "
+                            "stable sort of -ranks)")
     if set(got.tolist()) == set(expected.tolist()):
         raise Wrong(detail, "the right vertices in the wrong order: largest rank first")
     missing = sorted(set(expected.tolist()) - set(got.tolist()))[0]

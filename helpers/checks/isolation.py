@@ -23,6 +23,7 @@ import io
 import multiprocessing
 import os
 import pickle
+import random
 import select
 import signal
 import struct
@@ -208,6 +209,8 @@ def _child(fd: int, function, calls, inputs, forbidden) -> None:
     """The child: every call in order, then every result as plain data, then exit without cleanup."""
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)        # a Ctrl-C is the parent's to handle
+        np.random.seed()                                     # fresh seeds, as a new process has: a forked
+        random.seed()                                        # child would repeat the parent's draws
         faulthandler.disable()                               # a crash is the parent's to report
         record, _ = borrowed.install(forbidden)              # never restored: the child exits
         out = _Forward(fd)

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph import Graph
-from .cpu import DANGLING_LOST, NOT_SUMMING, RENORMALISED, UNDAMPED_DANGLING, float32_cause, float32_error, \
-    hard_coded, step, step_variants
+from .cpu import DANGLING_LOST, NOT_SUMMING, float32_cause, float32_error, step, step_takes
 from .isolation import Call, run_calls
 from .limits import CPU_TIME_LIMIT, Output
 from .pristine import REFERENCE as REF
@@ -44,6 +43,8 @@ UNEXPLAINED = ("your ranks are not the course's iterate after {k} steps from the
                "of the usual causes fits (a hard-coded, undamped or renormalised step, float32, another "
                "start): check the step with exercise 01, the start vector and what the loop keeps between "
                "steps")
+OTHER_START_NAMED = ("the start vector is {start}, not the uniform vector 1/n: start every run from "
+                     "np.full(n, 1.0 / n)")
 ANSWERS = ("helpers.reference.pagerank", "helpers.reference.iterate",
            "helpers.checks.pristine.REFERENCE.pagerank")          # the course's own answer (``borrowed``)
 MATCH = 1e-11               # L1 distance below which two rank vectors are one iterate (float64 noise ~1e-13)
@@ -74,24 +75,36 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
     return float(np.abs(a - b).sum()) <= MATCH
 
 
+def explained(graph: Graph, damping: float, got: np.ndarray, k: int, earlier: dict) -> str | None:
+    """The cause when ``got`` is the iterate after k steps (give or take one) of a wrong step (``step_takes``)
+    from 1/n, of the right step from another start (a common wrong one, or the ranks of an earlier call:
+    a warm start); None otherwise or past 1,000 steps."""
+    if k > 1000:
+        return None
+    n = graph.num_vertices
+    runs = [(cause, iterates(graph, damping, k + 1, take))
+            for cause, take in step_takes(graph, damping).items()]
+    starts = {f"np.{name}(n)": start for name, start in (("ones", np.ones(n)), ("zeros", np.zeros(n)))}
+    runs += [(OTHER_START_NAMED.format(start=name), iterates(graph, damping, k + 1, start=start))
+             for name, start in starts.items()]
+    runs += [(WARM_START.format(earlier=name), iterates(graph, damping, k + 1, start=ranks))
+             for name, ranks in earlier.items()]
+    for cause, found in runs:       # float64 noise grows with the values (np.ones(n) sums to n)
+        if any(float(np.abs(got - r).sum()) <= MATCH * max(1.0, float(np.abs(r).sum()))
+               for r in found[max(k - 1, 0):]):
+            return cause
+    return None
+
+
 def _wrong_iterate(graph: Graph, damping: float, tol: float, got: np.ndarray, k: int, truth, where: str,
                    earlier: dict) -> None:
     """The ranks are no iterate of the right step from 1/n: name what they are, when the evidence says.
     ``earlier`` maps the name of each earlier call on this graph to the ranks it returned. An error made in
     the start vector (or the first step) fades by d at every step, as float32 noise made at every step does
     not: an error within float32's reach of the first iterate, shrunk by d**(k - 1), is a float32 start."""
-    takes = {}
-    if abs(damping - REF.DAMPING) > 0.01 and k <= 1000:
-        takes[hard_coded(damping)] = lambda r: step(graph, r, REF.DAMPING)
-    for cause in (RENORMALISED, UNDAMPED_DANGLING) if k <= 1000 else ():
-        takes[cause] = (lambda cause: lambda r: step_variants(graph, r, damping)[cause])(cause)
-    for cause, take in takes.items():
-        if any(same(got, r) for r in iterates(graph, damping, k + 1, take)[max(k - 1, 0):]):
-            raise Wrong(where, cause)
-    if k <= 1000:
-        for name, ranks in earlier.items():
-            if any(same(got, r) for r in iterates(graph, damping, k + 1, start=ranks)[max(k - 1, 0):]):
-                raise Wrong(where, WARM_START.format(earlier=name))
+    cause = explained(graph, damping, got, k, earlier)
+    if cause:
+        raise Wrong(where, cause)
     distance = float(np.abs(got - truth).sum())
     if distance <= FLOAT32_START_ERROR * damping ** (k - 1) + MATCH:
         raise Wrong(where, FLOAT32_START)
@@ -143,6 +156,9 @@ def _check_run(graph: Graph, damping: float, tol: float, max_iter: int, reached:
     setting = f"d = {damping:.3f}, tol = {tol:.2g}, max_iter = {max_iter:,}"
     total = float(got.sum())
     if not np.isfinite(got).all() or abs(total - 1.0) > 1e-6:
+        cause = explained(graph, damping, got, k, {}) if np.isfinite(got).all() else None
+        if cause:
+            raise Wrong(f"{setting}: the ranks sum to {total:.9f}", cause)
         lost = graph.dangling.any() and total < 1.0
         raise Wrong(f"{setting}: the ranks sum to {total:.9f}", DANGLING_LOST if lost else NOT_SUMMING)
     stop = min(truth.iterations, max_iter)

@@ -28,6 +28,10 @@ STATE_FROM_EARLIER = ("state kept across calls: run alone, as the first call of 
                       "keyed by the size, a default argument, an attribute of the function) and uses it "
                       "again; compute everything from the arguments of each call")
 KNOWN_STATE = ("state kept", "a warm start")
+NOT_DETERMINISTIC = ("your function gives different results for the same input: run alone in a fresh process "
+                     "twice, it returned other values each time: it draws random numbers (np.random, "
+                     "random, an unseeded generator) or uses something else that changes from run to run; "
+                     "the result must depend only on the arguments")
 YIELDED = ("the function yields instead of returning: a function that contains `yield` runs none of its "
            "body when called and hands back a generator; return the result")
 SCALE_ONLY = ("only the largest input (more than 2**16 vertices; in a graph, a hub of more than 2**15 "
@@ -147,29 +151,52 @@ def not_borrowed(results, calls) -> None:
 
 
 def checked(results, calls: list[int], body):
-    """``body(values)`` on the values ``calls`` returned. A Wrong it raises about calls that came after
-    others is put to the test: the same calls run again alone, in a fresh process; when ``body`` then finds
-    nothing wrong, the cause is state kept from the earlier calls. Results sharing one buffer are named
-    first (``state_explains``)."""
+    """``body(values)`` on the values ``calls`` returned. A Wrong it raises is put to the test: the same
+    calls run again alone, in a fresh process; when they return other values, they run a second time, and
+    values that differ between the two fresh runs mean the function is not deterministic; otherwise, when
+    ``body`` finds nothing wrong with the fresh values of calls that came after others, the cause is state
+    kept from the earlier calls. Results sharing one buffer are named first (``state_explains``)."""
     with state_explains(results, calls):
+        values = [results.value(i) for i in calls]
         try:
-            return body([results.value(i) for i in calls])
+            return body(values)
         except Wrong as wrong:
-            if wrong.stop or min(calls) == 0 or results.rerun is None \
-                    or wrong.cause.startswith(KNOWN_STATE):
+            if wrong.stop or results.rerun is None:
                 raise
-            alone = results.rerun(calls)
-            try:
-                fresh = None if alone is None else [alone.value(j) for j in range(len(calls))]
-            except Wrong:
-                fresh = None
-            if fresh is None:
+            fresh = _alone(results, calls)
+            if fresh is None or same_values(fresh, values):
+                raise
+            again = _alone(results, calls)
+            if again is not None and not same_values(fresh, again):
+                raise Wrong(f"{wrong.detail} (and other values each time the same input is run alone)",
+                            NOT_DETERMINISTIC) from None
+            if min(calls) == 0 or wrong.cause.startswith(KNOWN_STATE):
                 raise
             try:
                 body(fresh)
             except Wrong:
                 raise wrong from None
             raise Wrong(f"{wrong.detail} (and right when run alone)", STATE_FROM_EARLIER) from None
+
+
+def _alone(results, calls: list[int]):
+    """The values ``calls`` return run again alone, in a fresh process; None when one of them fails."""
+    alone = results.rerun(calls)
+    try:
+        return None if alone is None else [alone.value(j) for j in range(len(calls))]
+    except Wrong:
+        return None
+
+
+def same_values(a, b) -> bool:
+    """Whether two returned values are the same (arrays of one dtype and shape, equal values, NaN where NaN;
+    not by their bytes: a long double carries padding bytes that differ from run to run)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype
+                and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(same_values(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and repr(a) == repr(b)
 
 
 # --- what comes back ---------------------------------------------------------------------------------
