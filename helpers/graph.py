@@ -69,6 +69,24 @@ def check_seconds(value, name: str, *, maximum: float | None = None) -> float:
     return seconds
 
 
+def check_real(value, name: str, *, low: float | None = None, high: float | None = None) -> float:
+    """``value`` as a finite float within [low, high]; ints, fractions and NumPy numbers pass, bools, strings,
+    complex numbers, NaN and infinity do not (nor an int too large for a float)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ArgumentError(f"{name} must be a number, got {repr(value)[:60]} ({type(value).__name__})")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ArgumentError(f"{name} must be finite, got {repr(value)[:60]}")
+    if (low is not None and number < low) or (high is not None and number > high):
+        bounds = (f"lie between {low:g} and {high:g}" if low is not None and high is not None else
+                  f"be at least {low:g}" if low is not None else f"be at most {high:g}")
+        raise ArgumentError(f"{name} must {bounds}, got {number:g}")
+    return number
+
+
 def as_path(path, what: str = "path") -> Path:
     """``path`` (a str, bytes or os.PathLike) as a Path; anything else, an empty path or one holding a NUL
     character raises ArgumentError (where os and pathlib would raise a bare TypeError or ValueError)."""
