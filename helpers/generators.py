@@ -44,7 +44,8 @@ def check_generated_size(kind: str, n: int, m: int) -> None:
     """GraphTooLargeError, with the arithmetic, where generating n vertices and m edges cannot fit."""
     per_vertex, per_edge = GENERATE_BYTES[kind]
     check_host_memory(per_vertex * n + per_edge * m, f"generating {kind} graph ({n:,} vertices, {m:,} edges)",
-                      f"{per_vertex} bytes per vertex + {per_edge} per edge", "ask for fewer vertices or edges")
+                      f"{per_vertex} bytes per vertex + {per_edge} per edge",
+                      "ask for fewer vertices or edges")
 
 
 # --- named tiny graphs ----------------------------------------------------------------------------
@@ -212,15 +213,15 @@ def rmat_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOO
 
     a, b, c = (check_real(value, key, low=0.0, high=1.0) for key, value in (("a", a), ("b", b), ("c", c)))
     if a + b + c > 1.0 + 1e-9:
-        raise ArgumentError(f"R-MAT probabilities must be non-negative and sum to at most 1 (the fourth, d, is "
-                            f"1 - a - b - c): {a}, {b}, {c}")
+        raise ArgumentError(f"R-MAT probabilities must be non-negative and sum to at most 1 (the fourth, d, "
+                            f"is 1 - a - b - c): {a}, {b}, {c}")
     n, seed = check_vertices(num_vertices, "num_vertices"), check_seed(seed)
     num_edges = check_integer(num_edges, "num_edges", minimum=0)
     dangling_share = check_real(dangling_share, "dangling_share", low=0.0, high=1.0)
     linking = n - int(round(dangling_share * n))
     if not 0 < linking <= n or num_edges < n or num_edges > linking * n:
-        raise ArgumentError(f"{num_edges:,} distinct edges cannot give {linking:,} of {n:,} vertices out-links "
-                            f"and every vertex an edge")
+        raise ArgumentError(f"{num_edges:,} distinct edges cannot give {linking:,} of {n:,} vertices "
+                            f"out-links and every vertex an edge")
     check_generated_size("an R-MAT", n, num_edges)
     rng = np.random.default_rng(seed)
     scale = max(1, int(np.ceil(np.log2(n))))
@@ -319,8 +320,8 @@ def web_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOG
         raise ArgumentError(f"max_out_degree={max_out_degree:,} must be below the {n:,} vertices (distinct "
                             f"links, no self-loop)")
     if max_in_degree >= linking:
-        raise ArgumentError(f"max_in_degree={max_in_degree:,} must be below the {linking:,} vertices that link "
-                            f"out ({n:,} less a dangling share of {dangling_share:g})")
+        raise ArgumentError(f"max_in_degree={max_in_degree:,} must be below the {linking:,} vertices that "
+                            f"link out ({n:,} less a dangling share of {dangling_share:g})")
     check_generated_size("a web-like", n, m)
     steps = bar(5, "generating a web-like graph", unit="step", enabled=progress)
     rng = np.random.default_rng(seed)
@@ -517,5 +518,6 @@ def without_hub_in_links(graph: Graph, above: int = 1_000) -> Graph:
     hubs = np.flatnonzero(graph.in_degree > above)
     targets = np.repeat(np.arange(graph.num_vertices), graph.in_degree)
     keep = ~np.isin(targets, hubs)
-    return from_edges(graph.in_sources[keep], targets[keep], graph.num_vertices, original_ids=graph.original_ids,
+    return from_edges(graph.in_sources[keep], targets[keep], graph.num_vertices,
+                      original_ids=graph.original_ids,
                       name=f"{graph.name} without the in-links of its {hubs.size} vertices above {above:,}")

@@ -88,23 +88,25 @@ from helpers.graph import ArgumentError, GraphTooLargeError  # noqa: E402
     (lambda: generators.out_star(2.5), r"n must be an integer, got 2\.5"),
     (lambda: generators.complete(-2), "n must be at least 1, got -2"),
     (lambda: generators.chain(2.5), r"n must be an integer, got 2\.5"),           # was 'dtype float64'
-    (lambda: generators.in_degree_ladder(0), "top must be at least 1"),           # was 'need at least one array'
+    (lambda: generators.in_degree_ladder(0), "top must be at least 1"),   # was 'need at least one array'
     (lambda: generators.random_graph(-5), "n must be at least 1, got -5"),
     (lambda: generators.random_graph(100, float("nan")), "avg_degree must be finite, got nan"),
     (lambda: generators.random_graph(100, -1), "avg_degree must be at least 0, got -1"),
-    (lambda: generators.random_graph(100, dangling_fraction=1.5), "dangling_fraction must lie between 0 and 1"),
-    (lambda: generators.random_graph(100, isolated_fraction=0.9), "isolated_fraction must lie between 0 and 0.8"),
+    (lambda: generators.random_graph(100, dangling_fraction=1.5),
+     "dangling_fraction must lie between 0 and 1"),
+    (lambda: generators.random_graph(100, isolated_fraction=0.9),
+     "isolated_fraction must lie between 0 and 0.8"),
     (lambda: generators.random_graph(100, self_loops=-1), "self_loops must be at least 0"),
     (lambda: generators.random_graph(100, seed=-1), "seed must be at least 0, got -1"),
     (lambda: generators.random_graph(100, seed=1.5), r"seed must be an integer, got 1\.5"),
     (lambda: generators.random_graph(100, seed=True), "seed must be an integer, got True"),
     (lambda: generators.adversarial_graph(100, hub_in_links=-1), "hub_in_links must be at least 0"),
-    (lambda: generators.rmat_graph(10.7, 30), r"num_vertices must be an integer, got 10\.7"),   # was truncated
+    (lambda: generators.rmat_graph(10.7, 30), r"num_vertices must be an integer, got 10\.7"),  # truncated
     (lambda: generators.rmat_graph(100, 300.5), r"num_edges must be an integer, got 300\.5"),
     (lambda: generators.rmat_graph(100, 300, a=float("nan")), "a must be finite, got nan"),      # was a hang
     (lambda: generators.rmat_graph(100, 300, a="x"), "a must be a number, got 'x'"),
     (lambda: generators.rmat_graph(100, 300, dangling_share=1.5), "dangling_share must lie between 0 and 1"),
-    (lambda: generators.rmat_graph(2**31, 2**31), "2,147,483,648 vertices do not fit"),   # was killed for memory
+    (lambda: generators.rmat_graph(2**31, 2**31), "2,147,483,648 vertices do not fit"),  # killed for memory
     (lambda: generators.web_graph(2_000, 8_000, max_in_degree=100, max_out_degree=40, local_share=1.5),
      "local_share must lie between 0 and 1, got 1.5"),
     (lambda: generators.web_graph(100, 300), "max_out_degree=456 must be below the 100 vertices"),
@@ -117,7 +119,8 @@ def test_bad_generator_arguments_are_argument_errors_naming_the_parameter(call, 
         call()
 
 
-@pytest.mark.parametrize("a, b, c, found", [(1.0, 0.0, 0.0, "1,000 of 3,000"), (0.5, 0.5, 0.0, "1,999 of 3,000")])
+@pytest.mark.parametrize("a, b, c, found", [(1.0, 0.0, 0.0, "1,000 of 3,000"),
+                                            (0.5, 0.5, 0.0, "1,999 of 3,000")])
 def test_rmat_probabilities_that_cannot_reach_the_edge_count_are_refused_not_looped_on(a, b, c, found):
     """Was an endless loop: a = 1 puts every drawn edge in one cell, c = d = 0 every edge in row 0."""
     with pytest.raises(ArgumentError, match=f"R-MAT with a={a:g}, b={b:g}, c={c:g} reaches too few distinct "
@@ -142,7 +145,8 @@ def test_generators_refuse_what_the_host_cannot_hold_before_allocating(call, ari
 
 def test_seeds_may_be_generators_or_none_everywhere():
     """adversarial_graph did seed + 1_000_003: a Generator or None raised a bare TypeError."""
-    for make in (lambda s: generators.random_graph(300, seed=s), lambda s: generators.adversarial_graph(300, s),
+    for make in (lambda s: generators.random_graph(300, seed=s),
+                 lambda s: generators.adversarial_graph(300, s),
                  lambda s: generators.rmat_graph(300, 1_200, seed=s)):
         a, b = make(np.random.default_rng(8)), make(np.random.default_rng(8))
         assert np.array_equal(a.in_sources, b.in_sources) and make(None).num_vertices == 300
