@@ -277,6 +277,15 @@ def _as_id_array(values, what: str) -> np.ndarray:
                 raise GraphFormatError(f"{what}[{i}] = {int(v)} does not fit in 64 bits (ids must lie below "
                                        f"2**63)")
         return array.astype(np.int64)
+    if array.dtype.kind == "f":               # whole numbers in floats are not truncated silently: say how
+        bad = np.flatnonzero(~np.isfinite(array) | (array != np.round(array)))
+        if bad.size:
+            i = int(bad[0])
+            raise GraphFormatError(f"{what} must hold integer vertex ids; {what}[{i}] is "
+                                   f"{float(array[i])!r} (a missing value in pandas reads as nan: drop "
+                                   f"those edges first)")
+        raise GraphFormatError(f"{what} must hold integer vertex ids, got dtype {array.dtype}; its values "
+                               f"are whole numbers, so {what}.astype('int64') gives the ids")
     if array.dtype.kind not in "iu":
         raise GraphFormatError(f"{what} must hold integer vertex ids, got dtype {array.dtype}")
     if array.dtype.kind == "u" and array.dtype.itemsize == 8:
