@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from .course import data_dir, data_dir_setting, describe_path
+from .course import DATA_DIR_VARIABLE, SettingError, data_dir, data_dir_setting, describe_path
 from .download import MAX_TIMEOUT, DownloadError, IntegrityError, fetch
 from .graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_flag, check_integer,
                     check_seconds, statistics_of)
@@ -45,10 +45,6 @@ MAX_NAME = 200             # characters in a graph's name taken from a file (a s
 
 class UnknownDatasetError(KeyError):
     """A dataset name the registry does not know; the message lists the known ones."""
-
-
-class SettingError(ValueError):
-    """An environment setting ($PAGERANK_DATA_URL, $PAGERANK_DATA_STATISTICS) that cannot be used."""
 
 
 class URLSettingError(SettingError, DownloadError):
@@ -204,6 +200,22 @@ def _candidate_roots() -> list[Path]:
     user = os.getuid() if hasattr(os, "getuid") else "user"
     roots.append(Path(tempfile.gettempdir()) / f"pagerank-on-the-gpu-{user}" / "cache")
     return list(dict.fromkeys(roots))
+
+
+_TOLD: set[str] = set()      # $PAGERANK_DATA_DIR settings already reported as passed over, once each
+
+
+def _tell_if_data_dir_passed_over() -> None:
+    """Print, once per setting and process, why $PAGERANK_DATA_DIR is passed over where it cannot even be
+    looked at (a '~user' that names no one): the cache goes elsewhere, and without this, silently."""
+    try:
+        data_dir_setting()
+    except OSError as error:
+        setting = os.environ.get(DATA_DIR_VARIABLE, "")
+        if setting not in _TOLD:
+            _TOLD.add(setting)
+            print(f"${DATA_DIR_VARIABLE}={setting!r} cannot be used ({error.strerror or error}); the cache "
+                  f"is kept in {describe_path(_candidate_roots()[0].parent)} instead")
 
 
 def _unwritable(folder: Path) -> str | None:
@@ -425,6 +437,7 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
     progress, verbose = check_flag(progress, "progress"), check_flag(verbose, "verbose")
     record = {"name": ds.name, "vertices": ds.vertices, "listed_edges": ds.listed_edges,
               "directed": ds.directed}
+    _tell_if_data_dir_passed_over()
     for root in _candidate_roots():
         try:
             graph = _cached_graph(root / ds.name, record)
@@ -503,6 +516,7 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, cache: bool = True, 
     verbose = check_flag(verbose, "verbose")
     folder = graph = None
     if cache:
+        _tell_if_data_dir_passed_over()
         try:
             folder = _cache_folder(f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}")[0]
             record = {"seed": seed, "generator_version": STANDIN_VERSION, "vertices": ds.vertices}

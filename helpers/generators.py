@@ -9,10 +9,43 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import Graph, from_edges, sorted_unique
+from .graph import (MAX_VERTICES, ArgumentError, Graph, build_bytes, check_host_memory, check_integer,
+                    check_real, from_edges, sorted_unique)
 
 WEB_GOOGLE_VERTICES = 875_713
 WEB_GOOGLE_EDGES = 5_105_039
+
+
+# --- argument checks: before any allocation or loop a parameter decides -----------------------------
+
+# Peak host bytes of generating, measured with tracemalloc (random_graph at 2*10**5 vertices and 8*10**5
+# edges: 35 per edge; rmat_graph at 2*10**5 and 1.6*10**6: 60; web_graph at 10**5 and 6*10**5: 66),
+# building included, rounded up.
+GENERATE_BYTES = {"a random": (30, 40), "an R-MAT": (48, 64), "a web-like": (96, 72)}   # per vertex, per edge
+
+
+def check_vertices(n, name: str = "n", minimum: int = 1) -> int:
+    """A vertex count: an integer from ``minimum`` up to the int32 ids' limit."""
+    n = check_integer(n, name, minimum=minimum)
+    if n > MAX_VERTICES:
+        raise ArgumentError(f"{name}={n:,} vertices do not fit the course's int32 vertex ids")
+    return n
+
+
+def check_seed(seed):
+    """A seed NumPy's default_rng takes: None, a non-negative integer (not a bool), a Generator or a
+    SeedSequence; anything else raises ArgumentError instead of NumPy's errors from deep inside."""
+    if seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence)):
+        return seed
+    return check_integer(seed, "seed", minimum=0)
+
+
+def check_generated_size(kind: str, n: int, m: int) -> None:
+    """GraphTooLargeError, with the arithmetic, where generating n vertices and m edges cannot fit."""
+    per_vertex, per_edge = GENERATE_BYTES[kind]
+    check_host_memory(per_vertex * n + per_edge * m, f"generating {kind} graph ({n:,} vertices, {m:,} edges)",
+                      f"{per_vertex} bytes per vertex + {per_edge} per edge",
+                      "ask for fewer vertices or edges")
 
 
 # --- named tiny graphs ----------------------------------------------------------------------------
@@ -23,22 +56,29 @@ def single_vertex() -> Graph:
 
 def chain(n: int = 5) -> Graph:
     """0 -> 1 -> ... -> n-1; the last vertex is dangling."""
+    n = check_vertices(n)
     return from_edges(np.arange(n - 1), np.arange(1, n), n, name=f"chain of {n}")
 
 
 def cycle(n: int = 5) -> Graph:
     """0 -> 1 -> ... -> n-1 -> 0; every rank is 1/n."""
+    n = check_vertices(n)
     return from_edges(np.arange(n), (np.arange(n) + 1) % n, n, name=f"cycle of {n}")
 
 
 def in_star(n: int = 6) -> Graph:
     """Every leaf links to the centre 0, which links nowhere (dangling)."""
+    n = check_vertices(n)
     return from_edges(np.arange(1, n), np.zeros(n - 1, dtype=int), n, name=f"in-star of {n}")
 
 
 def in_degree_ladder(top: int = 64) -> Graph:
     """Every in-degree from 1 to ``top`` once: vertex k (k < top) has k + 1 in-links, from vertices
     ``top``, ``top + 1``, ...; a wrong answer that starts at some in-degree shows where."""
+    top = check_integer(top, "top", minimum=1)
+    check_vertices(2 * top, "2 * top")
+    check_host_memory(build_bytes(2 * top, top * (top + 1) // 2) + 16 * top * (top + 1),
+                      f"in_degree_ladder({top:,})", "building and the int64 ids", "use a smaller top")
     targets = np.repeat(np.arange(top), np.arange(1, top + 1))
     sources = top + np.concatenate([np.arange(k + 1) for k in range(top)])
     return from_edges(sources, targets, 2 * top, name=f"in-degrees 1 to {top}")
@@ -46,11 +86,16 @@ def in_degree_ladder(top: int = 64) -> Graph:
 
 def out_star(n: int = 6) -> Graph:
     """The centre 0 links to every leaf; every leaf is dangling."""
+    n = check_vertices(n)
     return from_edges(np.zeros(n - 1, dtype=int), np.arange(1, n), n, name=f"out-star of {n}")
 
 
 def complete(n: int = 5) -> Graph:
     """Every vertex links to every other one (no self-loops)."""
+    n = check_vertices(n)
+    check_host_memory(n * n + build_bytes(n, n * (n - 1)) + 16 * n * (n - 1), f"complete({n:,})",
+                      f"{n:,}**2 bytes of mask, building {n * (n - 1):,} edges and their int64 ids",
+                      "use fewer vertices")
     src, dst = np.nonzero(~np.eye(n, dtype=bool))
     return from_edges(src, dst, n, name=f"complete graph on {n}")
 
@@ -67,6 +112,7 @@ def self_loop() -> Graph:
 
 def all_dangling(n: int = 4) -> Graph:
     """n vertices and no edges: every rank is 1/n."""
+    n = check_vertices(n)
     return from_edges([], [], n, name=f"{n} vertices, no edges")
 
 
@@ -92,8 +138,16 @@ def random_graph(n: int, avg_degree: float = 4.0, seed: int = 0, *, dangling_fra
     ``self_loops`` and ``duplicates`` extra edges are added so that the edge policy (duplicates merged,
     self-loops kept) is exercised; dangling and isolated shares are approximate for tiny n.
     """
+    n, seed = check_vertices(n), check_seed(seed)
+    avg_degree = check_real(avg_degree, "avg_degree", low=0.0)
+    dangling_fraction = check_real(dangling_fraction, "dangling_fraction", low=0.0, high=1.0)
+    isolated_fraction = check_real(isolated_fraction, "isolated_fraction", low=0.0,
+                                   high=1.0 - dangling_fraction)
+    self_loops = check_integer(self_loops, "self_loops", minimum=0)
+    duplicates = check_integer(duplicates, "duplicates", minimum=0)
+    m = round(n * avg_degree)
+    check_generated_size("a random", n, m + self_loops + duplicates)
     rng = np.random.default_rng(seed)
-    m = int(round(n * avg_degree))
     src = rng.integers(0, n, m)
     dst = rng.integers(0, n, m)
     role = rng.random(n)
@@ -115,8 +169,10 @@ def adversarial_graph(n: int, seed: int = 0, *, hub_in_links: int = 12_000, avg_
                       name: str | None = None) -> Graph:
     """A random graph with everything that breaks kernels: dangling and isolated vertices, self-loops,
     duplicate edges, and a hub with ``hub_in_links`` distinct in-links (capped at n - 1)."""
+    hub_in_links = check_integer(hub_in_links, "hub_in_links", minimum=0)
     base = random_graph(n, avg_degree, seed, name=name)
-    rng = np.random.default_rng(seed + 1_000_003)
+    # an integer seed gives the hub its own stream; a Generator (or None) goes on drawing from itself
+    rng = np.random.default_rng(seed + 1_000_003 if isinstance(seed, (int, np.integer)) else seed)
     hub = int(rng.integers(0, n))
     others = np.delete(np.arange(n), hub)
     fans = rng.choice(others, size=min(hub_in_links, others.size), replace=False)
@@ -155,13 +211,18 @@ def rmat_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOO
     """
     from .progress import bar
 
-    if min(a, b, c, 1.0 - a - b - c) < 0:
-        raise ValueError(f"R-MAT probabilities must be non-negative and sum to at most 1: {a}, {b}, {c}")
-    n = int(num_vertices)
+    a, b, c = (check_real(value, key, low=0.0, high=1.0) for key, value in (("a", a), ("b", b), ("c", c)))
+    if a + b + c > 1.0 + 1e-9:
+        raise ArgumentError(f"R-MAT probabilities must be non-negative and sum to at most 1 (the fourth, d, "
+                            f"is 1 - a - b - c): {a}, {b}, {c}")
+    n, seed = check_vertices(num_vertices, "num_vertices"), check_seed(seed)
+    num_edges = check_integer(num_edges, "num_edges", minimum=0)
+    dangling_share = check_real(dangling_share, "dangling_share", low=0.0, high=1.0)
     linking = n - int(round(dangling_share * n))
     if not 0 < linking <= n or num_edges < n or num_edges > linking * n:
-        raise ValueError(f"{num_edges:,} distinct edges cannot give {linking:,} of {n:,} vertices out-links "
-                         f"and every vertex an edge")
+        raise ArgumentError(f"{num_edges:,} distinct edges cannot give {linking:,} of {n:,} vertices "
+                            f"out-links and every vertex an edge")
+    check_generated_size("an R-MAT", n, num_edges)
     rng = np.random.default_rng(seed)
     scale = max(1, int(np.ceil(np.log2(n))))
     # Source ids 0..linking-1 and target ids 0..n-1 are R-MAT coordinates; vertex names come from labels.
@@ -178,15 +239,23 @@ def rmat_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOO
         rng.integers(0, linking, dangling_vertices.size) * n + target_of[dangling_vertices],  # one in-link each
     ]))
     extra = np.empty(0, dtype=np.int64)
+    stalled = 0                   # rounds in a row that found almost no new edge: skew that cannot reach m
     with bar(num_edges, "generating an R-MAT graph", unit="edge", enabled=progress) as edges:
         edges.update(base.size)
         while base.size + extra.size < num_edges:
+            missing = num_edges - base.size - extra.size
             rows, cols = _rmat_ids(rng, int((num_edges - base.size - extra.size) * 1.2) + 1024, scale, a, b, c)
             ok = (rows < linking) & (cols < n)
             before = extra.size
             extra = sorted_unique(np.concatenate([extra, rows[ok] * n + cols[ok]]))
             extra = extra[~np.isin(extra, base, assume_unique=True, kind="sort")]
             edges.update(min(extra.size, num_edges - base.size) - min(before, num_edges - base.size))
+            stalled = stalled + 1 if extra.size - before < max(1, missing // 100) else 0
+            if stalled == 5:
+                raise ArgumentError(f"R-MAT with a={a:g}, b={b:g}, c={c:g} reaches too few distinct edges on "
+                                    f"{n:,} vertices: {base.size + extra.size:,} of {num_edges:,} found and "
+                                    f"almost none new in 5 rounds; ask for fewer edges or spread the "
+                                    f"probabilities more evenly")
     extra = rng.choice(extra, size=num_edges - base.size, replace=False)
     keys = np.concatenate([base, extra])
     return from_edges(source_label[keys // n], target_label[keys % n], n,
@@ -236,14 +305,26 @@ def web_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOG
     """
     from .progress import bar
 
-    steps = bar(5, "generating a web-like graph", unit="step", enabled=progress)
-    rng = np.random.default_rng(seed)
-    n, m = int(num_vertices), int(num_edges)
+    n, seed = check_vertices(num_vertices, "num_vertices"), check_seed(seed)
+    m = check_integer(num_edges, "num_edges", minimum=0)
+    max_out_degree = check_integer(max_out_degree, "max_out_degree", minimum=1)
+    max_in_degree = check_integer(max_in_degree, "max_in_degree", minimum=1)
+    dangling_share = check_real(dangling_share, "dangling_share", low=0.0, high=1.0)
+    local_share = check_real(local_share, "local_share", low=0.0, high=1.0)
     dangling_count = int(round(dangling_share * n))
     linking = n - dangling_count
     if not 0 < linking or m < linking or m > linking * max_out_degree:
-        raise ValueError(f"{m:,} edges cannot give {linking:,} linking vertices between 1 and "
-                         f"{max_out_degree} out-links each")
+        raise ArgumentError(f"{m:,} edges cannot give {linking:,} linking vertices between 1 and "
+                            f"{max_out_degree} out-links each")
+    if max_out_degree >= n:
+        raise ArgumentError(f"max_out_degree={max_out_degree:,} must be below the {n:,} vertices (distinct "
+                            f"links, no self-loop)")
+    if max_in_degree >= linking:
+        raise ArgumentError(f"max_in_degree={max_in_degree:,} must be below the {linking:,} vertices that "
+                            f"link out ({n:,} less a dangling share of {dangling_share:g})")
+    check_generated_size("a web-like", n, m)
+    steps = bar(5, "generating a web-like graph", unit="step", enabled=progress)
+    rng = np.random.default_rng(seed)
     # sites: consecutive ids, sizes heavy-tailed (a crawl visits a site's pages together)
     sizes = np.minimum(np.ceil(rng.pareto(1.2, n // 4 + 16) * 8).astype(np.int64) + 1, 5_000)
     sizes = sizes[: int(np.searchsorted(np.cumsum(sizes), n)) + 1]
@@ -431,8 +512,12 @@ def web_like_device(copies: int, seed: int = 0, *, cross_share: float = 0.25, ba
 def without_hub_in_links(graph: Graph, above: int = 1_000) -> Graph:
     """The same graph without the in-links of every vertex that has more than ``above`` of them (the control
     for "the hub is what is slow": everything else, sizes and order included, stays as it was)."""
+    if not isinstance(graph, Graph):
+        raise ArgumentError(f"expected a helpers.graph.Graph, got {type(graph).__name__}")
+    above = check_integer(above, "above", minimum=0)
     hubs = np.flatnonzero(graph.in_degree > above)
     targets = np.repeat(np.arange(graph.num_vertices), graph.in_degree)
     keep = ~np.isin(targets, hubs)
     return from_edges(graph.in_sources[keep], targets[keep], graph.num_vertices,
+                      original_ids=graph.original_ids,
                       name=f"{graph.name} without the in-links of its {hubs.size} vertices above {above:,}")

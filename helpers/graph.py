@@ -69,6 +69,24 @@ def check_seconds(value, name: str, *, maximum: float | None = None) -> float:
     return seconds
 
 
+def check_real(value, name: str, *, low: float | None = None, high: float | None = None) -> float:
+    """``value`` as a finite float within [low, high]; ints, fractions and NumPy numbers pass, bools, strings,
+    complex numbers, NaN and infinity do not (nor an int too large for a float)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ArgumentError(f"{name} must be a number, got {repr(value)[:60]} ({type(value).__name__})")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ArgumentError(f"{name} must be finite, got {repr(value)[:60]}")
+    if (low is not None and number < low) or (high is not None and number > high):
+        bounds = (f"lie between {low:g} and {high:g}" if low is not None and high is not None else
+                  f"be at least {low:g}" if low is not None else f"be at most {high:g}")
+        raise ArgumentError(f"{name} must {bounds}, got {number:g}")
+    return number
+
+
 def as_path(path, what: str = "path") -> Path:
     """``path`` (a str, bytes or os.PathLike) as a Path; anything else, an empty path or one holding a NUL
     character raises ArgumentError (where os and pathlib would raise a bare TypeError or ValueError)."""
@@ -259,6 +277,15 @@ def _as_id_array(values, what: str) -> np.ndarray:
                 raise GraphFormatError(f"{what}[{i}] = {int(v)} does not fit in 64 bits (ids must lie below "
                                        f"2**63)")
         return array.astype(np.int64)
+    if array.dtype.kind == "f":               # whole numbers in floats are not truncated silently: say how
+        bad = np.flatnonzero(~np.isfinite(array) | (array != np.round(array)))
+        if bad.size:
+            i = int(bad[0])
+            raise GraphFormatError(f"{what} must hold integer vertex ids; {what}[{i}] is "
+                                   f"{float(array[i])!r} (a missing value in pandas reads as nan: drop "
+                                   f"those edges first)")
+        raise GraphFormatError(f"{what} must hold integer vertex ids, got dtype {array.dtype}; its values "
+                               f"are whole numbers, so {what}.astype('int64') gives the ids")
     if array.dtype.kind not in "iu":
         raise GraphFormatError(f"{what} must hold integer vertex ids, got dtype {array.dtype}")
     if array.dtype.kind == "u" and array.dtype.itemsize == 8:

@@ -37,8 +37,11 @@ class PageRankResult:
 def _number(value, name: str) -> float:
     """``value`` as a float; bools, strings and arrays refused with a message that names the parameter."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ArgumentError(f"{name} must be a number, got {value!r} ({type(value).__name__})")
-    return float(value)
+        raise ArgumentError(f"{name} must be a number, got {repr(value)[:60]} ({type(value).__name__})")
+    try:
+        return float(value)
+    except OverflowError:                     # an int beyond a float's range: refused as infinite
+        return math.inf
 
 
 def check_damping(damping: float) -> float:
@@ -70,8 +73,9 @@ def teleport_vector(num_vertices: int, personalization=None) -> np.ndarray:
     n = check_integer(num_vertices, "num_vertices", minimum=1)
     if personalization is None:
         return np.full(n, 1.0 / n)
+    p = _real_vector(personalization, "personalization", "one weight per vertex")
     try:
-        p = np.asarray(personalization, dtype=np.float64)
+        p = np.asarray(p, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ArgumentError(f"personalization must be an array of numbers, one weight per vertex ({error})") from None
     if p.shape != (n,):
@@ -85,12 +89,37 @@ def teleport_vector(num_vertices: int, personalization=None) -> np.ndarray:
     return p / p.sum()
 
 
+def _real_vector(values, name: str, what: str):
+    """``values`` unchanged unless it cannot stand for real numbers as meant: a SciPy sparse matrix (NumPy
+    reads it as one object), a masked array with masked entries (NumPy reads through the mask) or complex
+    numbers (NumPy drops the imaginary part) raise ArgumentError."""
+    if hasattr(values, "toarray") and hasattr(values, "nnz"):
+        raise ArgumentError(f"{name} is a SciPy sparse {type(values).__name__}; pass a dense vector, "
+                            f"{what}: e.g. {name}.toarray().ravel()")
+    if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
+        raise ArgumentError(f"{name} is a masked array with masked entries: give every entry a value "
+                            f"(e.g. {name}.filled(0))")
+    if np.iscomplexobj(values):
+        raise ArgumentError(f"{name} holds complex numbers; it must be real, {what}")
+    return values
+
+
 def pagerank_step(graph, ranks, damping: float, teleport):
     """One power-iteration step in float64: pull rank along in-links, redistribute dangling mass, teleport.
     ``graph`` is a Graph, or anything with ``num_vertices``, ``out_degree``, ``dangling`` and a float64
     ``in_matrix``: the same step runs on the GPU with CuPy arrays (``driver.float64_reference``)."""
+    if not all(hasattr(graph, key) for key in ("num_vertices", "out_degree", "dangling", "in_matrix")):
+        raise ArgumentError(f"expected a helpers.graph.Graph (or an object with num_vertices, out_degree, "
+                            f"dangling and in_matrix), got {type(graph).__name__}")
+    damping = check_damping(damping)
     xp = sys.modules["cupy"] if type(ranks).__module__.startswith("cupy") else np
-    ranks = xp.asarray(ranks, dtype=xp.float64)
+    ranks = _real_vector(ranks, "ranks", "one per vertex")
+    teleport = _real_vector(teleport, "teleport", "one per vertex")
+    try:
+        ranks, teleport = xp.asarray(ranks, dtype=xp.float64), xp.asarray(teleport, dtype=xp.float64)
+    except (TypeError, ValueError) as error:
+        raise ArgumentError(f"ranks and teleport must be arrays of numbers, one per vertex "
+                            f"({error})") from None
     if ranks.shape != (graph.num_vertices,) or tuple(teleport.shape) != (graph.num_vertices,):
         raise ArgumentError(f"ranks and teleport need one entry per vertex ({graph.num_vertices}), "
                             f"got shapes {ranks.shape} and {tuple(teleport.shape)}")
@@ -212,12 +241,16 @@ def top_k(ranks, k: int) -> np.ndarray:
     """Indices of the k largest ranks, largest first; ties go to the smaller vertex id. k = 0 gives none,
     k beyond the number of vertices gives them all."""
     k = check_integer(k, "k", minimum=0)
+    ranks = _real_vector(ranks, "ranks", "one per vertex")
     try:
         ranks = np.asarray(ranks, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ArgumentError(f"ranks must be an array of numbers ({error})") from None
     if ranks.ndim != 1:
         raise ArgumentError(f"ranks must be a 1-D vector, got shape {ranks.shape}")
+    if np.isnan(ranks).any():                 # NaN has no place in an order: it was put last, silently
+        raise ArgumentError(f"ranks must not hold NaN: vertex {int(np.flatnonzero(np.isnan(ranks))[0])} has "
+                            f"no rank to order by")
     k = min(k, ranks.size)
     order = np.lexsort((np.arange(ranks.size), -ranks))
     return order[:k]

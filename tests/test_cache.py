@@ -409,3 +409,39 @@ def test_a_socket_in_the_cache_is_named_as_one(server, capsys):
         assert identical(load(), first)
     out = capsys.readouterr().out
     assert "cannot be used (graph.npz: it is a device or socket, not a regular file)" in out
+
+
+@pytest.mark.parametrize("setting", ["data", "./data", "../elsewhere", "."])
+def test_a_relative_data_directory_is_refused_naming_the_fix(server, tmp_path, monkeypatch, capsys, setting):
+    """Was resolved against the working directory: a notebook (run in notebooks/) and a script in the course
+    folder got two caches from one setting. Refused now, before anything is created or fetched."""
+    from helpers import course
+
+    work = tmp_path / "work" / "notebooks"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("PAGERANK_DATA_DIR", setting)
+    for call in (load, course.data_dir, lambda: datasets.cache_dir(SMALL),
+                 lambda: datasets.standin(SMALL, progress=False)):
+        with pytest.raises(datasets.SettingError, match=r"\$PAGERANK_DATA_DIR=.* is a relative path.* "
+                                                        r"absolute path, e\.g\. \"\$PWD"):
+            call()
+    assert list(work.iterdir()) == [] and list(work.parent.iterdir()) == [work]
+    assert server.requests == []
+    course.report()
+    assert f"data directory: $PAGERANK_DATA_DIR={setting!r} is a relative path" in capsys.readouterr().out
+    monkeypatch.setenv("PAGERANK_DATA_DIR", "~/data")                 # '~' makes it absolute: accepted
+    assert course.data_dir() == tmp_path / "home" / "data"
+
+
+def test_a_data_directory_passed_over_says_why_once(server, tmp_path, monkeypatch, capsys):
+    """A '~user' that names no one fell back to the user cache silently (only report() said why)."""
+    monkeypatch.setenv("PAGERANK_DATA_DIR", "~no-such-user-7c1e/data")
+    assert identical(load(), GRAPH)
+    assert identical(load(verbose=False), GRAPH)
+    out = capsys.readouterr().out
+    said = ("$PAGERANK_DATA_DIR='~no-such-user-7c1e/data' cannot be used (its '~' names no known home "
+            "folder); the cache is kept in ~/.cache/pagerank-on-the-gpu instead")
+    assert out.count(said) == 1, out
+    monkeypatch.setenv("PAGERANK_DATA_DIR", str(tmp_path / "fine"))
+    assert identical(load(), GRAPH) and "cannot be used" not in capsys.readouterr().out

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -76,3 +78,84 @@ def test_sectors_per_edge_counts_distinct_sectors_per_warp():
     assert sectors_per_edge(np.zeros(64, dtype=np.int32)) == 1 / 32                # one sector per warp
     assert sectors_per_edge(np.arange(64, dtype=np.int32) * 8) == 1.0             # every gather its own
     assert sectors_per_edge(np.arange(64, dtype=np.int32)) == 4 / 32              # 8 floats per sector
+
+
+from helpers.graph import ArgumentError, GraphTooLargeError  # noqa: E402
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: generators.in_star(0), "n must be at least 1, got 0"),              # was numpy's negative dims
+    (lambda: generators.out_star(2.5), r"n must be an integer, got 2\.5"),
+    (lambda: generators.complete(-2), "n must be at least 1, got -2"),
+    (lambda: generators.chain(2.5), r"n must be an integer, got 2\.5"),           # was 'dtype float64'
+    (lambda: generators.in_degree_ladder(0), "top must be at least 1"),   # was 'need at least one array'
+    (lambda: generators.random_graph(-5), "n must be at least 1, got -5"),
+    (lambda: generators.random_graph(100, float("nan")), "avg_degree must be finite, got nan"),
+    (lambda: generators.random_graph(100, -1), "avg_degree must be at least 0, got -1"),
+    (lambda: generators.random_graph(100, dangling_fraction=1.5),
+     "dangling_fraction must lie between 0 and 1"),
+    (lambda: generators.random_graph(100, isolated_fraction=0.9),
+     "isolated_fraction must lie between 0 and 0.8"),
+    (lambda: generators.random_graph(100, self_loops=-1), "self_loops must be at least 0"),
+    (lambda: generators.random_graph(100, seed=-1), "seed must be at least 0, got -1"),
+    (lambda: generators.random_graph(100, seed=1.5), r"seed must be an integer, got 1\.5"),
+    (lambda: generators.random_graph(100, seed=True), "seed must be an integer, got True"),
+    (lambda: generators.adversarial_graph(100, hub_in_links=-1), "hub_in_links must be at least 0"),
+    (lambda: generators.rmat_graph(10.7, 30), r"num_vertices must be an integer, got 10\.7"),  # truncated
+    (lambda: generators.rmat_graph(100, 300.5), r"num_edges must be an integer, got 300\.5"),
+    (lambda: generators.rmat_graph(100, 300, a=float("nan")), "a must be finite, got nan"),      # was a hang
+    (lambda: generators.rmat_graph(100, 300, a="x"), "a must be a number, got 'x'"),
+    (lambda: generators.rmat_graph(100, 300, dangling_share=1.5), "dangling_share must lie between 0 and 1"),
+    (lambda: generators.rmat_graph(2**31, 2**31), "2,147,483,648 vertices do not fit"),  # killed for memory
+    (lambda: generators.web_graph(2_000, 8_000, max_in_degree=100, max_out_degree=40, local_share=1.5),
+     "local_share must lie between 0 and 1, got 1.5"),
+    (lambda: generators.web_graph(100, 300), "max_out_degree=456 must be below the 100 vertices"),
+    (lambda: generators.web_graph(2_000, 8_000, max_out_degree=40, max_in_degree=10**6),
+     "max_in_degree=1,000,000 must be below the 1,688 vertices that link out"),
+    (lambda: generators.without_hub_in_links("graph"), "expected a helpers.graph.Graph, got str"),
+])
+def test_bad_generator_arguments_are_argument_errors_naming_the_parameter(call, message):
+    with pytest.raises(ArgumentError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("a, b, c, found", [(1.0, 0.0, 0.0, "1,000 of 3,000"),
+                                            (0.5, 0.5, 0.0, "1,999 of 3,000")])
+def test_rmat_probabilities_that_cannot_reach_the_edge_count_are_refused_not_looped_on(a, b, c, found):
+    """Was an endless loop: a = 1 puts every drawn edge in one cell, c = d = 0 every edge in row 0."""
+    with pytest.raises(ArgumentError, match=f"R-MAT with a={a:g}, b={b:g}, c={c:g} reaches too few distinct "
+                                            f"edges on 1,000 vertices: {found} found"):
+        generators.rmat_graph(1_000, 3_000, a=a, b=b, c=c)
+    g = generators.rmat_graph(1_000, 3_000, a=0.1, b=0.2, c=0.6)      # a + b + c = 0.9000000000000001 < 1
+    assert g.num_edges == 3_000
+
+
+@pytest.mark.parametrize("call, arithmetic", [
+    (lambda: generators.random_graph(10**9), "30 bytes per vertex + 40 per edge"),
+    (lambda: generators.random_graph(100, duplicates=10**12), "30 bytes per vertex + 40 per edge"),
+    (lambda: generators.rmat_graph(10**6, 2**38), "48 bytes per vertex + 64 per edge"),
+    (lambda: generators.web_graph(10**9, 10**10), "96 bytes per vertex + 72 per edge"),
+    (lambda: generators.complete(10**6), "1,000,000**2 bytes of mask"),
+])
+def test_generators_refuse_what_the_host_cannot_hold_before_allocating(call, arithmetic):
+    """Were NumPy MemoryErrors from deep inside (or the process killed for memory)."""
+    with pytest.raises(GraphTooLargeError, match=f"needs about .* of host memory \\({re.escape(arithmetic)}"):
+        call()
+
+
+def test_seeds_may_be_generators_or_none_everywhere():
+    """adversarial_graph did seed + 1_000_003: a Generator or None raised a bare TypeError."""
+    for make in (lambda s: generators.random_graph(300, seed=s),
+                 lambda s: generators.adversarial_graph(300, s),
+                 lambda s: generators.rmat_graph(300, 1_200, seed=s)):
+        a, b = make(np.random.default_rng(8)), make(np.random.default_rng(8))
+        assert np.array_equal(a.in_sources, b.in_sources) and make(None).num_vertices == 300
+
+
+def test_the_hub_control_keeps_the_original_ids():
+    g = generators.adversarial_graph(3_000, seed=1, hub_in_links=2_000)
+    from helpers.graph import from_edges
+    src, dst = g.edges()
+    named = from_edges(src, dst, g.num_vertices, original_ids=np.arange(g.num_vertices) * 7 + 3)
+    control = generators.without_hub_in_links(named)
+    assert np.array_equal(control.original_ids, named.original_ids) and control.in_degree.max() <= 1_000

@@ -582,3 +582,16 @@ def test_an_edge_list_is_written_atomically_and_never_over_a_folder_or_device(tm
     with pytest.raises(OSError, match="No space left"):
         write_edge_list(from_edges([0, 1, 2], [1, 2, 0]), path)
     assert path.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["g.txt"]
+
+
+def test_float_ids_are_refused_saying_which_value_or_how_to_convert():
+    """Was 'got dtype float64' for all three: whole numbers in floats, a pandas Int64 column with a missing
+    value (NumPy reads it as nan) and a fraction, with nothing said about which entry or what to do."""
+    import pandas as pd
+    with pytest.raises(GraphFormatError, match=r"got dtype float64; its values are whole numbers, so "
+                                               r"sources\.astype\('int64'\) gives the ids"):
+        from_edges(np.array([0.0, 1.0]), np.array([1, 2]))
+    with pytest.raises(GraphFormatError, match=r"targets\[1\] is nan \(a missing value in pandas"):
+        from_edges(pd.Series([0, 1]), pd.Series([1, None], dtype="Int64"))
+    with pytest.raises(GraphFormatError, match=r"sources\[0\] is 2\.5"):
+        from_edges([2.5], [1])

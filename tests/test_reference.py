@@ -6,8 +6,8 @@ import pytest
 
 from helpers import generators
 from helpers.graph import ArgumentError
-from helpers.reference import (ConvergenceWarning, l1_distance, max_abs_diff, pagerank, rank_correlation, top_k,
-                               top_k_overlap, verify_fixed_point)
+from helpers.reference import (ConvergenceWarning, l1_distance, max_abs_diff, pagerank, pagerank_step,
+                               rank_correlation, top_k, top_k_overlap, verify_fixed_point)
 
 TOL = 1e-12
 
@@ -193,3 +193,52 @@ def test_gpu_top_k_arguments_are_checked_before_any_gpu_work():
                        (2.5, "k must be an integer"), (True, "k must be an integer")):
         with pytest.raises(ArgumentError, match=message):
             topk._check(ranks, k)
+
+
+def test_personalisation_that_numpy_would_misread_is_refused():
+    """Were read silently wrong (a masked entry read through the mask, the imaginary part dropped with only a
+    NumPy warning) or refused with NumPy's words ('setting an array element with a sequence')."""
+    import scipy.sparse as sp
+    g = generators.cycle(5)
+    masked = np.ma.masked_array(np.ones(5), mask=[True, False, False, False, False])
+    for p, message in ((masked, r"masked array with masked entries.*personalization\.filled\(0\)"),
+                       (np.ones(5, dtype=complex), "personalization holds complex numbers"),
+                       (sp.csr_matrix(np.ones((1, 5))), r"SciPy sparse csr_matrix.*toarray\(\)\.ravel\(\)"),
+                       (sp.csr_array(np.ones(5)), "SciPy sparse csr_array")):
+        with pytest.raises(ArgumentError, match=message):
+            pagerank(g, personalization=p)
+    unmasked = np.ma.masked_array([1.0, 0, 0, 0, 0], mask=False)          # nothing masked: used as given
+    given = pagerank(g, personalization=[1, 0, 0, 0, 0]).ranks
+    assert np.allclose(pagerank(g, personalization=unmasked).ranks, given)
+
+
+def test_a_tolerance_beyond_a_floats_range_is_an_argument_error():
+    with pytest.raises(ArgumentError, match="tol must be positive and finite, got inf"):   # was OverflowError
+        pagerank(generators.cycle(5), tol=2**2000)
+
+
+def test_top_k_refuses_nan_ranks_and_orders_infinities():
+    """A NaN rank was put last without a word: a vector from a broken kernel still gave a 'top k'."""
+    with pytest.raises(ArgumentError, match="ranks must not hold NaN: vertex 1 has no rank to order by"):
+        top_k(np.array([0.1, np.nan, 0.3]), 2)
+    with pytest.raises(ArgumentError, match="ranks must not hold NaN"):
+        top_k_overlap(np.array([np.nan, 1.0]), np.array([1.0, 0.5]), 1)
+    with pytest.raises(ArgumentError, match="ranks holds complex numbers"):
+        top_k(np.array([1 + 1j, 2]), 1)
+    assert top_k(np.array([0.1, np.inf, -np.inf, 0.2]), 4).tolist() == [1, 3, 0, 2]
+
+
+def test_pagerank_step_checks_its_arguments():
+    """Was AttributeError ('list' object has no attribute 'shape'), NumPy's UFuncTypeError for a damping of
+    '0.85', and a silently meaningless step for a damping of 2."""
+    g = generators.cycle(4)
+    ranks, teleport = np.full(4, 0.25), np.full(4, 0.25)
+    assert np.allclose(pagerank_step(g, list(ranks), 0.85, list(teleport)), 0.25)    # lists are arrays
+    for args, message in (((g, ranks, 2.0, teleport), "damping must lie strictly between 0 and 1, got 2.0"),
+                          ((g, ranks, "0.85", teleport), "damping must be a number, got '0.85'"),
+                          (("g", ranks, 0.85, teleport), "expected a helpers.graph.Graph .* got str"),
+                          ((g, ranks, 0.85, None), r"one entry per vertex \(4\), got shapes \(4,\) and \(\)"),
+                          ((g, ["a"] * 4, 0.85, teleport), "ranks and teleport must be arrays of numbers"),
+                          ((g, ranks.astype(complex), 0.85, teleport), "ranks holds complex numbers")):
+        with pytest.raises(ArgumentError, match=message):
+            pagerank_step(*args)

@@ -31,16 +31,30 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 
 
+class SettingError(ValueError):
+    """An environment setting ($PAGERANK_DATA_DIR, $PAGERANK_DATA_URL, ...) that cannot be used; the message
+    names the variable and the fix."""
+
+
 def data_dir_setting() -> Path | None:
     """$PAGERANK_DATA_DIR as a path, '~' expanded; None where it is unset or blank (as the URL setting is;
-    spaces around a path are dropped). FileNotFoundError where a '~user' in it names no known home folder."""
+    spaces around a path are dropped). FileNotFoundError where a '~user' in it names no known home folder;
+    SettingError where it is relative: a notebook runs in notebooks/ and a script in the course folder, so
+    one relative setting would name two caches."""
     configured = os.environ.get(DATA_DIR_VARIABLE, "").strip()
     if not configured:
         return None
     try:
-        return Path(configured).expanduser()
+        path = Path(configured).expanduser()
     except RuntimeError:                      # pathlib's "Could not determine home directory"
         raise FileNotFoundError(errno.ENOENT, "its '~' names no known home folder", configured) from None
+    if not path.is_absolute():
+        shown = "$PWD" + ("" if os.path.normpath(configured) == "." else "/" + os.path.normpath(configured))
+        raise SettingError(f"${DATA_DIR_VARIABLE}={configured!r} is a relative path: it would name another "
+                           f"folder from notebooks/ than from the course folder (each its own cache); give "
+                           f"an absolute path, e.g. \"{shown}\" where you set it, or "
+                           f"~/{path.name or 'pagerank-data'}")
+    return path
 
 
 def data_dir() -> Path:
@@ -67,8 +81,11 @@ def describe_path(path) -> str:
         configured = data_dir_setting()
         if configured is not None:
             anchors.insert(0, (configured, f"${DATA_DIR_VARIABLE}/{{}}"))
+    except (OSError, SettingError):               # a '~user' that names no one; a relative setting
+        pass
+    try:
         anchors.append((Path.home(), "~/{}"))
-    except (OSError, RuntimeError):               # a '~user' that names no one; no home folder
+    except RuntimeError:                          # no home folder
         pass
     for anchor, form in anchors:
         try:
@@ -103,6 +120,8 @@ def report() -> None:
     except OSError as error:                  # $PAGERANK_DATA_DIR names a folder that cannot be made
         print(f"data directory: ${DATA_DIR_VARIABLE} cannot be created ({error.strerror or error}); "
               "downloads and the stand-in go to the user cache instead")
+    except SettingError as error:             # a relative $PAGERANK_DATA_DIR: refused, not guessed
+        print(f"data directory: {error}")
 
 
 def lecture_notebooks() -> list[Path]:
