@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import baselines, datasets, gpu
+from . import baselines, datasets, gpu, graph as graphs
 from .reference import DAMPING, pagerank, pagerank_step, teleport_vector
 
 TOL = 1e-6
@@ -83,18 +83,8 @@ def parse(argv=None):
 
 def check_host_memory(edges: int, what: str) -> None:
     """Refuse, before building, a graph whose CPU build would not fit in the memory available."""
-    from .graph import GraphTooLargeError
-
-    need = BUILD_BYTES_PER_EDGE * int(edges)
-    try:
-        import os
-        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return
-    if need > 0.9 * free:
-        raise GraphTooLargeError(f"building {what} on the CPU needs about {need / 2**30:.1f} GiB "
-                                 f"({BUILD_BYTES_PER_EDGE} bytes per edge); {free / 2**30:.1f} GiB are available: "
-                                 "give fewer --edges")
+    graphs.check_host_memory(BUILD_BYTES_PER_EDGE * int(edges), f"building {what} on the CPU",
+                             f"{BUILD_BYTES_PER_EDGE} bytes per edge", "give fewer --edges")
 
 
 def cpu_part(graph) -> dict:
