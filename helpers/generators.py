@@ -179,7 +179,7 @@ def adversarial_graph(n: int, seed: int = 0, *, hub_in_links: int = 12_000, avg_
     src, dst = base.edges()
     src = np.concatenate([src, fans])
     dst = np.concatenate([dst, np.full(fans.size, hub)])
-    return from_edges(src, dst, n, name=name or f"adversarial(n={n}, seed={seed}, hub={hub})")
+    return from_edges(src, dst, n, name=name or f"adversarial(n={n:,}, seed={seed}, hub: vertex {hub:,})")
 
 
 WEB_GOOGLE_DANGLING_SHARE = 0.156  # pages with no out-links in web-Google; lecture 30 measures it
