@@ -269,9 +269,11 @@ def _as_id_array(values, what: str) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if array.dtype == object:
         if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in array):
-            bad = next(v for v in array
-                       if not isinstance(v, numbers.Integral) or isinstance(v, (bool, np.bool_)))
-            raise GraphFormatError(f"{what} must hold integer vertex ids, found {bad!r}")
+            i, bad = next((i, v) for i, v in enumerate(array)
+                          if not isinstance(v, numbers.Integral) or isinstance(v, (bool, np.bool_)))
+            missing = bad is None or type(bad).__name__ in ("NAType", "NaTType")
+            raise GraphFormatError(f"{what} must hold integer vertex ids; {what}[{i}] is {bad!r}" +
+                                   (" (a missing value in pandas: drop those edges first)" if missing else ""))
         for i, v in enumerate(array):
             if not -INT64_LIMIT <= int(v) < INT64_LIMIT:
                 raise GraphFormatError(f"{what}[{i}] = {int(v)} does not fit in 64 bits (ids must lie below "

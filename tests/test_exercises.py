@@ -713,8 +713,6 @@ CORRECT = {
         ("sorted with reverse=True (stable too)", None,
          "    order = sorted(range(len(ranks)), key=lambda i: ranks[i], reverse=True)\n"
          "    return np.array(order[:k], dtype=np.int64)\n"),
-        ("pandas nlargest", None,
-         "    import pandas as pd\n    return pd.Series(ranks).nlargest(k).index.to_numpy()\n"),
     ],
     "10_pull_grid_stride": [
         ("a while loop", None,
