@@ -53,15 +53,21 @@ def check_integer(value, name: str, *, minimum: int | None = None) -> int:
     return value
 
 
-def check_seconds(value, name: str, *, maximum: float | None = None) -> float:
-    """``value`` as a float number of seconds: positive and finite (and at most ``maximum``); ints and NumPy
-    numbers pass, bools, strings, NaN and infinity do not, nor an int too large for a float."""
+def as_number(value, name: str) -> float:
+    """``value`` as a float (an int too large for one: infinity); bools, strings, complex numbers and arrays
+    raise ArgumentError naming the parameter."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ArgumentError(f"{name} must be a number, got {repr(value)[:60]} ({type(value).__name__})")
     try:
-        seconds = float(value)
+        return float(value)
     except OverflowError:
-        seconds = math.inf
+        return math.inf
+
+
+def check_seconds(value, name: str, *, maximum: float | None = None) -> float:
+    """``value`` as a float number of seconds: positive and finite (and at most ``maximum``); ints and NumPy
+    numbers pass, bools, strings, NaN and infinity do not, nor an int too large for a float."""
+    seconds = as_number(value, name)
     if not (math.isfinite(seconds) and seconds > 0):
         raise ArgumentError(f"{name} must be positive and finite, got {repr(value)[:60]}")
     if maximum is not None and seconds > maximum:
@@ -72,12 +78,7 @@ def check_seconds(value, name: str, *, maximum: float | None = None) -> float:
 def check_real(value, name: str, *, low: float | None = None, high: float | None = None) -> float:
     """``value`` as a finite float within [low, high]; ints, fractions and NumPy numbers pass, bools, strings,
     complex numbers, NaN and infinity do not (nor an int too large for a float)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ArgumentError(f"{name} must be a number, got {repr(value)[:60]} ({type(value).__name__})")
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
+    number = as_number(value, name)
     if not math.isfinite(number):
         raise ArgumentError(f"{name} must be finite, got {repr(value)[:60]}")
     if (low is not None and number < low) or (high is not None and number > high):

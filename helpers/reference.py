@@ -8,14 +8,13 @@ by the vertex count; networkx scales its tol by N, so call it with tol / N to co
 from __future__ import annotations
 
 import math
-import numbers
 import sys
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import ArgumentError, Graph, check_flag, check_integer
+from .graph import ArgumentError, Graph, as_number, check_flag, check_integer
 
 DAMPING = 0.85
 
@@ -34,25 +33,15 @@ class PageRankResult:
     tol: float
 
 
-def _number(value, name: str) -> float:
-    """``value`` as a float; bools, strings and arrays refused with a message that names the parameter."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ArgumentError(f"{name} must be a number, got {repr(value)[:60]} ({type(value).__name__})")
-    try:
-        return float(value)
-    except OverflowError:                     # an int beyond a float's range: refused as infinite
-        return math.inf
-
-
 def check_damping(damping: float) -> float:
-    damping = _number(damping, "damping")
+    damping = as_number(damping, "damping")
     if not 0.0 < damping < 1.0:
         raise ArgumentError(f"damping must lie strictly between 0 and 1, got {damping}")
     return damping
 
 
 def check_tol(tol: float, name: str = "tol") -> float:
-    tol = _number(tol, name)
+    tol = as_number(tol, name)
     if not (tol > 0.0 and math.isfinite(tol)):
         raise ArgumentError(f"{name} must be positive and finite, got {tol}")
     return tol
