@@ -181,18 +181,13 @@ def control_says(effect: verdicts.Verdict, control: verdicts.Verdict, what: str,
         return (f"{what} reverses without {cause}: all of it comes from {cause}, and something else pulls "
                 "the other way")
     if abs(math.log(control.ratio)) < 0.5 * abs(math.log(effect.ratio)):
-        return (f"{what} shrinks from about {times_text(effect)}x to about {times_text(control)}x "
+        return (f"{what} shrinks from about {effect.times_rounded}x to about {control.times_rounded}x "
                 f"without {cause}: most of it comes from {cause}")
     if abs(math.log(control.ratio)) < abs(math.log(effect.ratio)) - math.log(1 + verdicts.MARGIN):
-        return (f"{what} shrinks from about {times_text(effect)}x to about {times_text(control)}x "
+        return (f"{what} shrinks from about {effect.times_rounded}x to about {control.times_rounded}x "
                 f"without {cause}: part of it comes from {cause}, not most")
-    return (f"{what} stays at about {times_text(control)}x without {cause}: the control does not "
+    return (f"{what} stays at about {control.times_rounded}x without {cause}: the control does not "
             f"support {cause} as its cause")
-
-
-def times_text(v: verdicts.Verdict) -> str:
-    """A verdict's 'how many times', rounded as ``Verdict.sentence`` rounds it."""
-    return f"{v.times:.2f}" if v.times < 1.1 else f"{v.times:.1f}" if v.times < 10 else f"{v.times:,.0f}"
 
 
 def part_explains(effect: verdicts.Verdict, part: verdicts.Verdict, what: str, part_name: str) -> str:
@@ -201,10 +196,10 @@ def part_explains(effect: verdicts.Verdict, part: verdicts.Verdict, what: str, p
     if effect.word not in ("faster", "slower"):
         return f"{what}: {effect.word} here, so there is nothing to explain"
     if abs(math.log(effect.ratio)) <= abs(math.log(part.ratio)) + math.log(1 + verdicts.MARGIN):
-        return (f"{what} (about {times_text(effect)}x) is no more than {part_name} moved: "
+        return (f"{what} (about {effect.times_rounded}x) is no more than {part_name} moved: "
                 f"{part_name} explains it")
-    return (f"{what} (about {times_text(effect)}x) is more than {part_name} moved (about "
-            f"{times_text(part)}x): something besides {part_name} adds the rest")
+    return (f"{what} (about {effect.times_rounded}x) is more than {part_name} moved (about "
+            f"{part.times_rounded}x): something besides {part_name} adds the rest")
 
 
 # --- lectures 21 and 22: whole iterations timed interleaved ----------------------------------------

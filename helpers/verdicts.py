@@ -49,13 +49,18 @@ class Verdict:
         """How many times faster (or slower) a is, a number >= 1."""
         return 1 / self.ratio if self.ratio < 1 else self.ratio
 
+    @property
+    def times_rounded(self) -> str:
+        """``times`` as a sentence gives it: '1.04', '1.8', '120'."""
+        return _rounded(self.times)
+
     def sentence(self, a: str = "it", b: str = "the other") -> str:
         """One rounded number, in words: 'A is about 1.8x faster than B'."""
         if self.word == "no measurable difference":
             return f"{a} and {b}: no measurable difference (under {MARGIN:.0%})"
         if self.word == "not settled":
             return f"{a} against {b}: not settled by {self.trials} trials ({self._unsettled(a, b)})"
-        return f"{a} is about {_rounded(self.times)}x {self.word} than {b}"
+        return f"{a} is about {self.times_rounded}x {self.word} than {b}"
 
     def _unsettled(self, a: str, b: str) -> str:
         """What the interval of an unsettled verdict allows, in words, with one rounded number."""

@@ -241,7 +241,7 @@ class BlockedIteration(FusedIteration):
         self.dg, self.damping, self.variant = dg, check_damping(damping), variant("blocked")
         n = dg.num_vertices
         self.segment = int(vertices_per_segment or segment_size(dg))
-        self.passes = dg.segments(self.segment)
+        dg.segments(self.segment)             # built, and its memory checked, now: not in the first timed launch
         self.blocks = min(-(-n // BLOCK), resident_blocks(kernels.compiled("blocked", "blocked_update")))
         ensure_fits(12 * n + 8 * self.blocks, f"the blocked iteration's vectors for {dg.name}")
         start = cp.full(n, 1.0 / n, dtype=cp.float32)
