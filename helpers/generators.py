@@ -244,7 +244,7 @@ def rmat_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOO
         edges.update(base.size)
         while base.size + extra.size < num_edges:
             missing = num_edges - base.size - extra.size
-            rows, cols = _rmat_ids(rng, int((num_edges - base.size - extra.size) * 1.2) + 1024, scale, a, b, c)
+            rows, cols = _rmat_ids(rng, int(missing * 1.2) + 1024, scale, a, b, c)
             ok = (rows < linking) & (cols < n)
             before = extra.size
             extra = sorted_unique(np.concatenate([extra, rows[ok] * n + cols[ok]]))

@@ -97,6 +97,12 @@ def pagerank_step(graph, ranks, damping: float, teleport):
     """One power-iteration step in float64: pull rank along in-links, redistribute dangling mass, teleport.
     ``graph`` is a Graph, or anything with ``num_vertices``, ``out_degree``, ``dangling`` and a float64
     ``in_matrix``: the same step runs on the GPU with CuPy arrays (``driver.float64_reference``)."""
+    return _step(graph, *_step_arguments(graph, ranks, damping, teleport))
+
+
+def _step_arguments(graph, ranks, damping, teleport):
+    """(ranks, damping, teleport) checked and as float64 arrays of the ranks' kind: done once per run, not
+    once per step (``iterate`` checks them before its loop)."""
     if not all(hasattr(graph, key) for key in ("num_vertices", "out_degree", "dangling", "in_matrix")):
         raise ArgumentError(f"expected a helpers.graph.Graph (or an object with num_vertices, out_degree, "
                             f"dangling and in_matrix), got {type(graph).__name__}")
@@ -112,6 +118,12 @@ def pagerank_step(graph, ranks, damping: float, teleport):
     if ranks.shape != (graph.num_vertices,) or tuple(teleport.shape) != (graph.num_vertices,):
         raise ArgumentError(f"ranks and teleport need one entry per vertex ({graph.num_vertices}), "
                             f"got shapes {ranks.shape} and {tuple(teleport.shape)}")
+    return ranks, damping, teleport
+
+
+def _step(graph, ranks, damping: float, teleport):
+    """``pagerank_step``'s arithmetic on arguments ``_step_arguments`` checked."""
+    xp = sys.modules["cupy"] if type(ranks).__module__.startswith("cupy") else np
     degree = graph.out_degree
     contributions = xp.where(degree > 0, ranks / xp.maximum(degree, 1), 0.0)
     dangling_mass = (ranks * graph.dangling).sum()
@@ -126,8 +138,10 @@ def iterate(graph, ranks, teleport, damping: float, tol: float, max_iter: int, *
 
     residuals = []
     with bar(None, "PageRank (float64)", enabled=progress) as shown:
+        if max_iter > 0:                      # checked once here, not in every step
+            ranks, damping, teleport = _step_arguments(graph, ranks, damping, teleport)
         for _ in range(max_iter):
-            new = pagerank_step(graph, ranks, damping, teleport)
+            new = _step(graph, ranks, damping, teleport)
             residuals.append(float(abs(new - ranks).sum()))
             ranks = new
             shown.set_postfix_str(f"L1 change {residuals[-1]:.2e}", refresh=False)
