@@ -18,7 +18,7 @@ from .limits import CPU_TIME_LIMIT, Output
 from .pristine import REFERENCE as REF
 from .report import Report, Wrong, largest_difference, run, worst_vertex
 from .returned import (as_array, as_integer, as_pair, begin, checked, cpu_graphs, graph_arrays, graph_copy,
-                       inputs_unchanged, not_borrowed, pristine_arrays, scale_review)
+                       inputs_unchanged, pristine_arrays, scale_review)
 
 OFF_BY_ONE = ("iteration count off by one: the course counts the steps taken, including the one whose L1 "
               "change fell below tol")
@@ -254,7 +254,6 @@ def check_power_iteration(function, seed=None, quiet: bool = False,
         inputs_unchanged(pristine_arrays(graph), {name.split("|", 1)[1]: a
                                                   for name, a in results.inputs.items()
                                                   if name.startswith(f"{i}|")})
-        not_borrowed(results, [i])
         return checked(results, [i], lambda values: _check_run(graph, damping, tol, max_iter, reached, truth,
                                                                values[0], _earlier(i, graph)))
 

@@ -151,11 +151,13 @@ def not_borrowed(results, calls) -> None:
 
 
 def checked(results, calls: list[int], body):
-    """``body(values)`` on the values ``calls`` returned. A Wrong it raises is put to the test: the same
-    calls run again alone, in a fresh process; when they return other values, they run a second time, and
-    values that differ between the two fresh runs mean the function is not deterministic; otherwise, when
-    ``body`` finds nothing wrong with the fresh values of calls that came after others, the cause is state
-    kept from the earlier calls. Results sharing one buffer are named first (``state_explains``)."""
+    """``body(values)`` on the values ``calls`` returned (after ``not_borrowed``). A Wrong it raises is put
+    to the test: the same calls run again alone, in a fresh process; when they return other values, they
+    run a second time, and values that differ between the two fresh runs mean the function is not
+    deterministic; otherwise, when ``body`` finds nothing wrong with the fresh values of calls that came
+    after others, the cause is state kept from the earlier calls. Results sharing one buffer are named
+    first (``state_explains``)."""
+    not_borrowed(results, calls)
     with state_explains(results, calls):
         values = [results.value(i) for i in calls]
         try:
