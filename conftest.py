@@ -1,13 +1,23 @@
-"""Test-wide switches: GPU tests and GPU notebooks are skipped, with a short reason, where there is no GPU,
-and the run ends with each skip reason once, counted; lecture 30 downloads from a loopback server that
-serves a generated web-Google-sized SNAP file, checked against that file's own structure statistics
-(announced in the run) instead of SNAP's published ones, and named as what it is wherever a lecture prints
-the graph's name."""
+"""Test-wide switches.
+
+- The lectures run at the test scale ($PAGERANK_SCALE=test, unless it is set): smaller graphs and fewer
+  trials, every cell and every check.
+- Tests run in parallel (pytest-xdist, ``-n auto`` in pyproject.toml), a notebook's cells in order on one
+  worker; an item that measures time (a cell of a notebook whose metadata says ``times``, a test marked
+  ``timing``) runs alone: it holds the machine's test lock exclusively, every other item holds it shared.
+- GPU tests and GPU notebooks are skipped, with a short reason, where there is no GPU, and the run ends with
+  each skip reason once, counted, and one line on the kernels NVRTC compiled (``-v`` lists them).
+- Lecture 30 downloads from a loopback server that serves a generated web-Google-sized SNAP file, checked
+  against that file's own structure statistics (announced in the run) instead of SNAP's published ones,
+  and named as what it is wherever a lecture prints the graph's name.
+"""
+import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 from collections import Counter
 from functools import lru_cache
@@ -18,6 +28,104 @@ import pytest
 from helpers import course, gpu
 
 _mirror = {}
+NVRTC_PROPERTY = "nvrtc"      # a test that compiled a source with NVRTC records it under this name
+
+
+@pytest.fixture
+def nvrtc_compiled(request):
+    """``nvrtc_compiled(name)``: this test compiled ``name`` with NVRTC (the run's last lines count them)."""
+    return lambda name: request.node.user_properties.append((NVRTC_PROPERTY, name))
+
+
+def pytest_configure(config):
+    os.environ.setdefault(course.SCALE_VARIABLE, "test")      # notebooks' kernels inherit it
+
+
+class MachineLock:
+    """One lock for the whole test run, across xdist's workers: ``alone()`` holds it exclusively, ``beside()``
+    shared. A gate taken first gives a waiting exclusive holder priority over new shared ones."""
+
+    def __init__(self, folder: Path):
+        folder.mkdir(parents=True, exist_ok=True)
+        self.gate = open(folder / "gate", "a+")
+        self.lock = open(folder / "lock", "a+")
+
+    @contextlib.contextmanager
+    def alone(self):
+        fcntl.flock(self.gate, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self.lock, fcntl.LOCK_UN)
+        finally:
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def beside(self):
+        fcntl.flock(self.gate, fcntl.LOCK_EX)
+        fcntl.flock(self.lock, fcntl.LOCK_SH)
+        fcntl.flock(self.gate, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(self.lock, fcntl.LOCK_UN)
+
+
+@lru_cache(maxsize=None)
+def machine_lock() -> MachineLock:
+    """The lock every process of this run (and of any other run from this checkout) shares."""
+    key = hashlib.sha256(str(course.ROOT).encode()).hexdigest()[:12]
+    return MachineLock(Path(tempfile.gettempdir()) / f"pagerank-tests-{os.getuid()}-{key}")
+
+
+@lru_cache(maxsize=None)
+def _notebook_times(path: str) -> bool:
+    return course.times(Path(path))
+
+
+def runs_alone(item, phase: str) -> bool:
+    """Whether this phase of an item measures time: a timing test (all of it), or a cell of a notebook that
+    times (its run; a notebook's first setup starts its kernel, which need not be alone)."""
+    if str(item.path).endswith(".ipynb"):
+        return phase == "call" and _notebook_times(str(item.path))
+    return item.get_closest_marker("timing") is not None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    mirror_settings(item)
+    with (machine_lock().alone() if runs_alone(item, "setup") else machine_lock().beside()):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    with (machine_lock().alone() if runs_alone(item, "call") else machine_lock().beside()):
+        yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    with (machine_lock().alone() if runs_alone(item, "teardown") else machine_lock().beside()):
+        yield
+
+
+def pytest_sessionstart(session):
+    """Before any worker starts: build the web-Google stand-in once into the data cache, where lectures will
+    load it (each would otherwise generate it while the others do)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not any("notebooks" in Path(str(a)).resolve().parts or
+                                                 Path(str(a)).resolve() == course.ROOT
+                                                 for a in config.args):
+        return
+    from helpers import datasets
+
+    try:
+        datasets.standin("web-Google", progress=False, verbose=False)
+    except Exception:                 # no cache to keep it in: each lecture makes its own, as a student's would
+        pass
 
 
 def _start_web_google_mirror():
@@ -43,13 +151,15 @@ def _start_web_google_mirror():
     _mirror.update(server=server, folder=folder, settings=settings)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item):
-    """The mirror's settings are in force for lecture 30's kernel alone: every other lecture loads what a
-    student's machine would (its cache or the announced stand-in), never the mirror's generated file."""
-    if not _mirror or not str(item.path).endswith(".ipynb"):
+def mirror_settings(item):
+    """The mirror's settings are in force for lecture 30's kernel alone (the mirror starts with its first
+    cell, on the worker that runs it): every other lecture loads what a student's machine would (its cache
+    or the announced stand-in), never the mirror's generated file."""
+    if not str(item.path).endswith(".ipynb"):
         return
-    for key, value in _mirror["settings"].items():
+    if item.path.name.startswith("30_") and not _mirror and "PAGERANK_DATA_URL" not in os.environ:
+        _start_web_google_mirror()
+    for key, value in _mirror.get("settings", {}).items():
         if item.path.name.startswith("30_"):
             os.environ[key] = value
         else:
@@ -85,8 +195,12 @@ def _notebook_needs_gpu(path: str) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    if "PAGERANK_DATA_URL" not in os.environ and any(item.path.name.startswith("30_") for item in items):
-        _start_web_google_mirror()
+    """Notebooks first (their cells in order, each notebook on one worker: ``--dist loadgroup``), so that the
+    cells that run alone are spread over the run; then the skips where there is no GPU."""
+    notebooks = [item for item in items if str(item.path).endswith(".ipynb")]
+    for item in notebooks:
+        item.add_marker(pytest.mark.xdist_group(item.path.name))
+    items[:] = notebooks + [item for item in items if not str(item.path).endswith(".ipynb")]
     status = gpu.gpu_status()
     if status.available:
         return
@@ -109,9 +223,14 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("skipped tests, by reason", sep="-")
         for line in skip_summary(skip_reason(report) for report in skipped):
             terminalreporter.write_line(line)
-    compiled = getattr(sys.modules.get("test_kernels"), "COMPILED", None)   # only where those tests ran
+    compiled = [value for report in terminalreporter.stats.get("passed", [])
+                for name, value in report.user_properties if name == NVRTC_PROPERTY]
     if compiled:
         from helpers.kernels import T4_ARCH, nvrtc_version
 
-        terminalreporter.write_line(f"NVRTC {nvrtc_version()} compiled for {T4_ARCH} (T4, sm_75), "
-                                    f"{len(compiled)} sources: {', '.join(compiled)}")
+        verbose = terminalreporter.config.get_verbosity() > 0
+        terminalreporter.write_line(f"NVRTC {nvrtc_version()} compiled {len(compiled)} sources for {T4_ARCH} "
+                                    f"(a T4, sm_75){':' if verbose else '; -v lists them'}")
+        if verbose:
+            for name in sorted(compiled):
+                terminalreporter.write_line(f"  {name}")

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 from .course import DATA_DIR_VARIABLE, SettingError, data_dir, data_dir_setting, describe_path
 from .download import MAX_TIMEOUT, DownloadError, IntegrityError, fetch
 from .graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_flag, check_integer,
-                    check_seconds, statistics_of)
+                    check_real, check_seconds, statistics_of)
 from .graphfiles import (ARRAYS, graph_from_pairs, load_npz, open_regular, read_edge_pairs, read_header,
                          save_npz, write_atomically)
 
@@ -546,12 +546,35 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, cache: bool = True, 
     return graph
 
 
-def load_or_standin(name_or_dataset="web-Google", **kwargs) -> Graph:
-    """``load``; if the download fails, say so plainly and return the generated stand-in instead.
+def shrunk(name_or_dataset="web-Google", fraction: float = 1 / 16, seed: int = 0) -> Graph:
+    """A generated stand-in with ``fraction`` of the dataset's vertices and edges (web-like for web-Google,
+    R-MAT for the others), for the lectures' test scale: not kept in the cache (it takes a second)."""
+    from .generators import rmat_graph, web_graph
+
+    ds = dataset(name_or_dataset)
+    fraction = check_real(fraction, "fraction", low=1e-6, high=1)
+    seed = check_integer(seed, "seed", minimum=0)
+    m = ds.listed_edges if ds.directed else 2 * ds.listed_edges
+    n, m = max(2, round(ds.vertices * fraction)), max(1, round(m * fraction))
+    share = f"1/{1 / fraction:.0f}" if (1 / fraction).is_integer() else f"{fraction:.3g}"
+    if ds.name == "web-Google":
+        return web_graph(n, m, seed=seed, name=f"stand-in for web-Google at {share} of its size (generated "
+                                                f"web-like graph, {n:,} vertices, {m:,} edges)")
+    return rmat_graph(n, m, seed=seed, name=f"stand-in for {ds.name} at {share} of its size (generated R-MAT, "
+                                            f"{n:,} vertices, {m:,} edges)")
+
+
+def load_or_standin(name_or_dataset="web-Google", *, fraction: float = 1.0, **kwargs) -> Graph:
+    """``load``; if the download fails, say so plainly and return the generated stand-in instead. A
+    ``fraction`` below 1 (a lecture's test scale) loads nothing: it returns ``shrunk(fraction)``.
 
     Only a failed download falls back: a file that arrives damaged or altered still raises IntegrityError.
     """
     ds = dataset(name_or_dataset)
+    if check_real(fraction, "fraction", low=1e-6, high=1) < 1:
+        graph = shrunk(ds, fraction)
+        print(f"{graph.name}: the test scale's graph, generated")
+        return graph
     try:
         return load(ds, **kwargs)
     except DownloadError as error:

@@ -25,6 +25,7 @@ def test_runs_are_interleaved_in_a_rotating_order_and_share_one_negative_pairing
     assert verdicts.compare(again["a"], timings["a"]).paired is False
 
 
+@pytest.mark.timing
 def test_a_step_four_times_as_long_is_called_slower_by_the_verdict_rule():
     timings = cpu_timing.time_paired({"long": lambda: time.sleep(0.008), "short": lambda: time.sleep(0.002)},
                                      trials=7, warmup=0)

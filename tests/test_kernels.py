@@ -12,9 +12,9 @@ from helpers.kernels.catalog import CATALOG
 from helpers.graph import from_edges
 from helpers.reference import pagerank
 
-COMPILED = []   # read by conftest's terminal summary, so that the CI log names every kernel compiled
 INLINE = re.compile(r'r(?:\'\'\'|""")\n?(//.*?)(?:\'\'\'|""")', re.DOTALL)
 PART = "// --- part"
+TIMED = {"gather_floor", "fma_roof"}      # kernels whose own checks compare timings: they run alone
 
 
 def inline_kernels():
@@ -36,21 +36,21 @@ def inline_kernels():
 
 
 @pytest.mark.parametrize("name", kernels.names())
-def test_every_kernel_compiles_for_a_t4(name):
+def test_every_kernel_compiles_for_a_t4(name, nvrtc_compiled):
     ptx = kernels.nvrtc_compile(kernels.canonical(name), arch=kernels.T4_ARCH, name=f"{name}.cu")
     assert ".target sm_75" in ptx
     for function in kernels.kernel_names(kernels.canonical(name)):
         assert f".entry {function}(" in ptx
-    COMPILED.append(f"{name}.cu")
+    nvrtc_compiled(f"{name}.cu")       # conftest.py counts them (-v names them)
 
 
 @pytest.mark.parametrize("notebook, code", inline_kernels(), ids=lambda v: v if isinstance(v, str) and
                          v.endswith(".ipynb") else "")
-def test_every_inline_kernel_is_its_canonical_file_and_compiles(notebook, code):
+def test_every_inline_kernel_is_its_canonical_file_and_compiles(notebook, code, nvrtc_compiled):
     name = re.match(r"//\s*(?:nvrtc-options:.*\n//\s*)?(\w+):", code.strip()).group(1)
     assert code.strip() == kernels.canonical(name).strip(), f"{notebook}: {name} differs from helpers/kernels/{name}.cu"
     kernels.nvrtc_compile(code, name=f"{notebook}:{name}")
-    COMPILED.append(f"{notebook}:{name}")
+    nvrtc_compiled(f"{notebook}:{name}")
 
 
 def test_compiling_leaves_the_text_encoding_as_it_was():
@@ -121,7 +121,8 @@ def test_the_catalog_lists_every_kernel_file_and_every_variant_once():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("file", list(CATALOG))
+@pytest.mark.parametrize("file", [pytest.param(f, marks=pytest.mark.timing) if f in TIMED else f
+                                  for f in CATALOG])
 def test_kernel_is_right(file):
     """Each kernel file's own check: every variant that launches it passes verify on fresh adversarial graphs;
     a kernel outside the driver gets the check below that runs it."""
@@ -199,6 +200,7 @@ def test_tol_zero_runs_exactly_max_iter_where_a_tiny_tol_stops_at_an_exact_float
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_the_fused_iteration_does_not_collapse_when_hubs_are_adjacent():
     from helpers import locality
     from helpers.driver import DeviceGraph, graph_iteration_ms, pagerank_gpu
@@ -668,6 +670,7 @@ OWN_CHECKS = {"timeline": _the_timeline_records_every_block_and_computes_the_pul
 
 
 @pytest.mark.gpu
+@pytest.mark.timing
 def test_beyond_half_the_l2_the_choice_is_timed_and_never_the_slower_iteration():
     from helpers.driver import DeviceGraph, choose, make_iteration, replayed, time_iterations
     from helpers.gpu import device_facts

@@ -84,7 +84,7 @@ def own_context(check):
                 "the checker's process", str(died), "the kernel crashed or hung the GPU; it ran in a process "
                 "of the checker's own, now ended: your notebook's GPU is unharmed")])
         if not quiet:
-            print(result)
+            reporting.show(result)
         return result
     return apart
 

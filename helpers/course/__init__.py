@@ -26,6 +26,7 @@ CHECKOUT_NAME = "pagerank-on-the-gpu"   # the folder colab_setup.py clones into,
 INSTALLED_MARKER = ".course-installed"  # written into it by colab_setup.py once the install succeeded
 RAW_URL = "https://raw.githubusercontent.com"   # where the first cell downloads colab_setup.py from
 DATA_DIR_VARIABLE = "PAGERANK_DATA_DIR"
+SCALE_VARIABLE = "PAGERANK_SCALE"       # "student" (unset: the lectures' own sizes) or "test" (the tests')
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -66,6 +67,41 @@ def data_dir() -> Path:
         path = ROOT / "data" if writable else Path.home() / ".cache" / "pagerank-on-the-gpu"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+class Scale:
+    """The size a lecture runs at: ``student`` (its own graphs, sweeps and trials; the committed outputs) or
+    ``test`` (smaller ones, fewer trials: every cell runs and every check checks, in seconds)."""
+
+    NAMES = ("student", "test")
+
+    def __init__(self, name: str):
+        if name not in self.NAMES:
+            raise SettingError(f"${SCALE_VARIABLE}={name!r}: use 'student' (the lectures' own sizes) or "
+                               "'test' (the tests' small ones)")
+        self.name = name
+
+    @property
+    def test(self) -> bool:
+        return self.name == "test"
+
+    def pick(self, student, test):
+        """``student`` at the student scale, ``test`` at the test scale."""
+        return test if self.test else student
+
+    def __repr__(self) -> str:
+        return f"Scale({self.name!r})"
+
+    def __str__(self) -> str:
+        if self.test:
+            return (f"test (${SCALE_VARIABLE}=test: smaller graphs and sweeps, fewer trials; every cell "
+                    "runs and every check checks)")
+        return f"student (the lecture's own sizes; the tests run it with ${SCALE_VARIABLE}=test)"
+
+
+def scale() -> Scale:
+    """The one scale setting, $PAGERANK_SCALE: 'student' where unset or blank, else 'student' or 'test'."""
+    return Scale(os.environ.get(SCALE_VARIABLE, "").strip().lower() or "student")
 
 
 def in_colab() -> bool:
@@ -116,6 +152,10 @@ def report() -> None:
     print(f"CPU: {cpu_description()}")
     print(f"GPU: {status.description}")
     try:
+        print(f"scale: {scale()}")
+    except SettingError as error:
+        print(f"scale: {error}")
+    try:
         print(f"data directory: {data_dir_label()}")
     except OSError as error:                  # $PAGERANK_DATA_DIR names a folder that cannot be made
         print(f"data directory: ${DATA_DIR_VARIABLE} cannot be created ({error.strerror or error}); "
@@ -134,7 +174,16 @@ def exercise_notebooks() -> list[Path]:
     return sorted((NOTEBOOKS / "exercises").glob("[0-9][0-9]_*.ipynb"))
 
 
+def _declared(path: Path, key: str) -> bool:
+    metadata = json.loads(Path(path).read_text(encoding="utf-8")).get("metadata", {})
+    return bool(metadata.get("course", {}).get(key, False))
+
+
 def needs_gpu(path: Path) -> bool:
     """Whether a notebook declares that it needs a GPU (its metadata: course.needs_gpu)."""
-    metadata = json.loads(Path(path).read_text(encoding="utf-8")).get("metadata", {})
-    return bool(metadata.get("course", {}).get("needs_gpu", False))
+    return _declared(path, "needs_gpu")
+
+
+def times(path: Path) -> bool:
+    """Whether a notebook declares that it measures time (course.times): the tests run its cells alone."""
+    return _declared(path, "times")

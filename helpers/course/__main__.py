@@ -6,9 +6,10 @@ import sys
 from pathlib import Path
 
 from .. import cli
-from . import ROOT, exercise_notebooks, lecture_notebooks, report
+from . import ROOT, exercise_notebooks, lecture_notebooks, needs_gpu, report
 
-DESCRIPTION = "The course's commands: run its notebooks, keep them in step with its settings, report."
+DESCRIPTION = ("The course's commands: run its notebooks, refresh the GPU lectures' outputs, keep them in step "
+               "with its settings, report.")
 
 
 def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
@@ -39,6 +40,20 @@ def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
                        help="overwrite the notebooks themselves with their new outputs")
     execute.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                          help="the longest one cell may run")
+    execute.add_argument("--allow-failed-checks", action="store_true",
+                         help="an exercise check that fails does not fail the run (the student versions' "
+                              "checks fail until they are solved); it is still named")
+
+    refresh = commands.add_parser(
+        "refresh", formatter_class=cli.HelpFormatter,
+        help="re-run the GPU lectures at the student scale and write their outputs in place",
+        description="Run every lecture that needs a GPU (or the notebooks named), one after another, at the "
+                    "student scale ($PAGERANK_SCALE=student), and write each over itself: the outputs to "
+                    "commit. Prints a line per notebook, then the slowest cells and any over 60 s.")
+    refresh.add_argument("notebooks", nargs="*", type=Path, metavar="NOTEBOOK",
+                         help="the notebooks to run (default: every lecture that needs a GPU)")
+    refresh.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                         help="the longest one cell may run")
 
     sync = commands.add_parser(
         "sync", formatter_class=cli.HelpFormatter,
@@ -54,7 +69,8 @@ def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
         "report", formatter_class=cli.HelpFormatter, help="print Python, CPU, GPU and the data directory",
         description="Print what a notebook's first cell prints: Python, the CPU, the GPU (or what to do "
                     "without one) and the data directory.")
-    return parser, {"execute": execute, "sync": sync, "check": check, "report": report_command}
+    return parser, {"execute": execute, "refresh": refresh, "sync": sync, "check": check,
+                    "report": report_command}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,7 +90,8 @@ def run_execute(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         clash = [p for p in notebooks if executed_path(p, out) == p.resolve()]
         if clash:
             parser.error(f"--out {args.out} would overwrite {clash[0]} itself; use --in-place for that")
-    return execute_all(notebooks, out, cpu_only=args.cpu_only, timeout=args.timeout)
+    return execute_all(notebooks, out, cpu_only=args.cpu_only, timeout=args.timeout,
+                       failed_checks_fail=not args.allow_failed_checks)
 
 
 def main(argv=None) -> int:
@@ -86,6 +103,14 @@ def main(argv=None) -> int:
     if argv[0] == "execute":                           # its options before or after the notebooks
         return run_execute(commands["execute"], commands["execute"].parse_intermixed_args(argv[1:]))
     args = parser.parse_args(argv)
+    if args.command == "refresh":
+        from .execute import refresh
+
+        notebooks = args.notebooks or [p for p in lecture_notebooks() if needs_gpu(p)]
+        for path in notebooks:
+            if path.suffix != ".ipynb" or not path.is_file():
+                commands["refresh"].error(f"not a notebook: {path}")
+        return refresh(notebooks, timeout=args.timeout)
     if args.command == "report":
         report()
         return 0
