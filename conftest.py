@@ -3,8 +3,9 @@
 - The lectures run at the test scale ($PAGERANK_SCALE=test, unless it is set): smaller graphs and fewer
   trials, every cell and every check.
 - Tests run in parallel (pytest-xdist, ``-n auto`` in pyproject.toml), a notebook's cells in order on one
-  worker; an item that measures time (a cell of a notebook whose metadata says ``times``, a test marked
-  ``timing``) runs alone: it holds the machine's test lock exclusively, every other item holds it shared.
+  worker; an item whose result depends on timings (a test marked ``timing``, a cell of a notebook whose
+  metadata says ``course.times``) runs alone: it holds the run's lock exclusively, every other item holds
+  it shared. Other notebooks print timings but check none: they run beside other tests.
 - GPU tests and GPU notebooks are skipped, with a short reason, where there is no GPU, and the run ends with
   each skip reason once, counted, and one line on the kernels NVRTC compiled (``-v`` lists them).
 - Lecture 30 downloads from a loopback server that serves a generated web-Google-sized SNAP file, checked
@@ -13,7 +14,6 @@
 """
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import re
@@ -29,6 +29,7 @@ from helpers import course, gpu
 
 _mirror = {}
 NVRTC_PROPERTY = "nvrtc"      # a test that compiled a source with NVRTC records it under this name
+LOCK_VARIABLE = "PAGERANK_TEST_LOCK"    # the folder of this run's lock, for its xdist workers
 
 
 @pytest.fixture
@@ -39,6 +40,8 @@ def nvrtc_compiled(request):
 
 def pytest_configure(config):
     os.environ.setdefault(course.SCALE_VARIABLE, "test")      # notebooks' kernels inherit it
+    if not hasattr(config, "workerinput"):                    # the controller, or a run without workers
+        os.environ[LOCK_VARIABLE] = tempfile.mkdtemp(prefix="pagerank-tests-")
 
 
 class MachineLock:
@@ -49,6 +52,10 @@ class MachineLock:
         folder.mkdir(parents=True, exist_ok=True)
         self.gate = open(folder / "gate", "a+")
         self.lock = open(folder / "lock", "a+")
+
+    def close(self):
+        self.gate.close()
+        self.lock.close()
 
     @contextlib.contextmanager
     def alone(self):
@@ -73,11 +80,18 @@ class MachineLock:
             fcntl.flock(self.lock, fcntl.LOCK_UN)
 
 
+def pytest_unconfigure(config):
+    if machine_lock.cache_info().currsize:
+        machine_lock().close()
+    if not hasattr(config, "workerinput") and os.environ.get(LOCK_VARIABLE):
+        shutil.rmtree(os.environ.pop(LOCK_VARIABLE), ignore_errors=True)
+
+
 @lru_cache(maxsize=None)
 def machine_lock() -> MachineLock:
-    """The lock every process of this run (and of any other run from this checkout) shares."""
-    key = hashlib.sha256(str(course.ROOT).encode()).hexdigest()[:12]
-    return MachineLock(Path(tempfile.gettempdir()) / f"pagerank-tests-{os.getuid()}-{key}")
+    """The lock this run's processes share: the controller makes it, its xdist workers inherit its folder. A
+    pytest run started from a test (a nested run) makes its own: sharing the outer run's would deadlock."""
+    return MachineLock(Path(os.environ[LOCK_VARIABLE]))
 
 
 @lru_cache(maxsize=None)
@@ -86,8 +100,8 @@ def _notebook_times(path: str) -> bool:
 
 
 def runs_alone(item, phase: str) -> bool:
-    """Whether this phase of an item measures time: a timing test (all of it), or a cell of a notebook that
-    times (its run; a notebook's first setup starts its kernel, which need not be alone)."""
+    """Whether this phase of an item must run alone: a timing test (all of it), or a cell of a notebook
+    whose checks depend on timings (its run; a notebook's first setup starts its kernel, which need not)."""
     if str(item.path).endswith(".ipynb"):
         return phase == "call" and _notebook_times(str(item.path))
     return item.get_closest_marker("timing") is not None
@@ -194,13 +208,27 @@ def _notebook_needs_gpu(path: str) -> bool:
     return course.needs_gpu(Path(path))       # once per notebook, not once per cell
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """With ``--dist loadgroup`` (pyproject.toml): each notebook's cells go to one worker, in order (they
+    share its kernel); every other test is a unit of its own. xdist's own grouping by ``xdist_group`` marks
+    renames node ids in a way pytest 9.2 no longer reads, so the grouping is done here, by file."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class NotebooksTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return file if file.endswith(".ipynb") else nodeid
+
+    return NotebooksTogether(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Notebooks first (their cells in order, each notebook on one worker: ``--dist loadgroup``), so that the
-    cells that run alone are spread over the run; then the skips where there is no GPU."""
-    notebooks = [item for item in items if str(item.path).endswith(".ipynb")]
-    for item in notebooks:
-        item.add_marker(pytest.mark.xdist_group(item.path.name))
-    items[:] = notebooks + [item for item in items if not str(item.path).endswith(".ipynb")]
+    """Tests marked ``slow`` first (after the notebooks, which the scheduler sends first), so that none of
+    them is what the run waits for at its end; where there is no GPU, GPU tests and GPU notebooks are
+    skipped with one short reason."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)       # stable: else as collected
     status = gpu.gpu_status()
     if status.available:
         return

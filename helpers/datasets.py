@@ -502,16 +502,19 @@ def cached_info(name_or_dataset="web-Google") -> dict | None:
     return None
 
 
-def standin(name_or_dataset="web-Google", seed: int = 0, *, cache: bool = True, progress: bool = True,
-            verbose: bool = True) -> Graph:
+def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.0, cache: bool = True,
+            progress: bool = True, verbose: bool = True) -> Graph:
     """A generated graph of the dataset's size, named as a stand-in. For web-Google it is the web-like
     generator (web-Google's published vertex and edge counts, degree maxima and dangling share, ids in
     crawl order); for the others an R-MAT graph with the dataset's vertex count and listed edge count.
-    Generated once (seconds, with a progress bar) and kept in the cache, checked like a download."""
+    Generated once (seconds, with a progress bar) and kept in the cache, checked like a download. A
+    ``fraction`` below 1 (a lecture's test scale) gives ``shrunk(fraction)`` instead."""
     from .generators import rmat_graph, web_graph
 
     ds = dataset(name_or_dataset)
     seed = check_integer(seed, "seed", minimum=0)
+    if check_real(fraction, "fraction", low=1e-6, high=1) < 1:
+        return shrunk(ds, fraction, seed)
     cache, progress = check_flag(cache, "cache"), check_flag(progress, "progress")
     verbose = check_flag(verbose, "verbose")
     folder = graph = None
@@ -564,21 +567,25 @@ def shrunk(name_or_dataset="web-Google", fraction: float = 1 / 16, seed: int = 0
                                             f"{n:,} vertices, {m:,} edges)")
 
 
-def load_or_standin(name_or_dataset="web-Google", *, fraction: float = 1.0, **kwargs) -> Graph:
+def load_or_standin(name_or_dataset="web-Google", *, fraction: float = 1.0, download: bool | None = None,
+                    **kwargs) -> Graph:
     """``load``; if the download fails, say so plainly and return the generated stand-in instead. A
-    ``fraction`` below 1 (a lecture's test scale) loads nothing: it returns ``shrunk(fraction)``.
+    ``fraction`` below 1 (a lecture's test scale) sizes the stand-in (``standin(fraction=...)``) and, unless
+    ``download`` is True, skips the download: a download is always the whole graph.
 
     Only a failed download falls back: a file that arrives damaged or altered still raises IntegrityError.
     """
     ds = dataset(name_or_dataset)
-    if check_real(fraction, "fraction", low=1e-6, high=1) < 1:
-        graph = shrunk(ds, fraction)
-        print(f"{graph.name}: the test scale's graph, generated")
+    fraction = check_real(fraction, "fraction", low=1e-6, high=1)
+    if not check_flag(fraction == 1 if download is None else download, "download"):
+        graph = standin(ds, fraction=fraction)
+        print(f"{graph.name}: generated, not downloaded (the test scale's graph)")
         return graph
     try:
         return load(ds, **kwargs)
     except DownloadError as error:
+        size = "of the same size" if fraction == 1 else f"at {fraction:.3g} of its size (the test scale)"
         print(f"Could not download {ds.name}: {str(error).rstrip('.')}.\n"
-              f"Using a generated stand-in of the same size instead. It is not the real graph: every table "
-              f"and plot below names the graph it ran on.")
-        return standin(ds)
+              f"Using a generated stand-in {size} instead. It is not the real graph: every table and plot "
+              f"below names the graph it ran on.")
+        return standin(ds, fraction=fraction)

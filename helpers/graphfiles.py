@@ -408,14 +408,16 @@ def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None =
     return graph
 
 
-def write_edge_list(graph: Graph, path, *, header: str | None = None) -> Path:
-    """Write a graph as a SNAP-style edge list (gzipped when the name ends in .gz), original ids if known,
-    atomically. The header (default: the graph's name) becomes one comment line, whatever line breaks it
+def write_edge_list(graph: Graph, path, *, header: str | None = None, compresslevel: int = 6) -> Path:
+    """Write a graph as a SNAP-style edge list (gzipped at ``compresslevel`` when the name ends in .gz),
+    original ids if known, atomically. The header (default: the graph's name) becomes one comment line, whatever line breaks it
     holds. A path in no folder, or a folder or device, is an ArgumentError."""
     if not isinstance(graph, Graph):
         raise ArgumentError(f"expected a Graph, got {type(graph).__name__}")
     if header is not None and not isinstance(header, str):
         raise ArgumentError(f"header must be a string, got {header!r}")
+    if not 0 <= check_integer(compresslevel, "compresslevel", minimum=0) <= 9:
+        raise ArgumentError(f"compresslevel must lie between 0 and 9 (gzip's levels), got {compresslevel}")
     path = as_path(path)
     src, dst = graph.edges()
     ids = graph.original_ids
@@ -429,7 +431,7 @@ def write_edge_list(graph: Graph, path, *, header: str | None = None) -> Path:
     body = ("%d\t%d\n" * (len(pairs) // 2)) % tuple(pairs)     # one C-level formatting pass
     data = ("\n".join(lines) + "\n" + body).encode()
     if path.suffix == ".gz":
-        data = gzip.compress(data, compresslevel=6, mtime=0)
+        data = gzip.compress(data, compresslevel=compresslevel, mtime=0)
     if not path.parent.is_dir():
         raise ArgumentError(f"{path}: cannot write the edge list: {path.parent} is not a folder")
     with contextlib.suppress(FileNotFoundError):

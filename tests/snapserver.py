@@ -185,7 +185,7 @@ def snap_file(graph: Graph, path: Path, id_space: int | None = None, seed: int =
         ids = np.sort(np.random.default_rng(seed).choice(id_space, graph.num_vertices, replace=False))
         src, dst = graph.edges()
         graph = from_edges(src, dst, graph.num_vertices, original_ids=ids, name=graph.name)
-    return write_edge_list(graph, path, header=f"generated test file: {graph.name}")
+    return write_edge_list(graph, path, header=f"generated test file: {graph.name}", compresslevel=1)
 
 
 @functools.cache

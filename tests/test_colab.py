@@ -199,7 +199,7 @@ def test_the_first_cell_clones_the_pinned_branch_installs_and_imports_from_the_c
     assert "ran python3 from PATH" not in first.output
     assert colab.marker.read_text(encoding="utf-8").split() == ["pinned", git("rev-parse", "pinned", cwd=remote)]
     assert f"/{course.REPOSITORY}/pinned/colab_setup.py" in raw.requests
-    assert first.stdout.splitlines()[-5].startswith("Python "), "the report follows the set-up"
+    assert first.stdout.splitlines()[-6].startswith("Python "), "the report follows the set-up"
 
     fetched = len(raw.requests)
     again = colab.run(branch="pinned")                 # a new kernel: helpers is installed (editable)

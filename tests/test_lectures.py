@@ -79,6 +79,23 @@ def test_every_lecture_ends_with_prompts_and_its_exercise(path):
             assert f"exercises/{student}" in closing, f"{path.name}: no link to its exercise {student}"
 
 
+# checks that depend on a timing: a verdict's word or a median asserted, or a claim on measured growth
+VERDICT_CHECKED = re.compile(r"^\s*assert\b.*(\.word\b|median_ms|verdict)", re.MULTILINE)
+TIMING_CHECKED = {"03_cpu_baselines.ipynb",        # growth exponent, rate change and share, all measured
+                  "50_beyond_one_gpu.ipynb",       # a verdict on two timings (with two GPUs)
+                  "31_beat_the_library.ipynb", "31_beat_the_library_solution.ipynb"}   # the race
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_a_notebook_whose_checks_depend_on_timings_declares_it_so_the_tests_run_it_alone(path):
+    """course.times marks a notebook whose checks (asserts, an exercise's verdict) depend on timings: the
+    tests run its cells with nothing else on the machine (conftest.py). The others print timings but check
+    none; the tests run them beside other tests."""
+    code = "".join("".join(c["source"]) for c in cells(path) if c["cell_type"] == "code")
+    if path.name in TIMING_CHECKED or VERDICT_CHECKED.search(code):
+        assert course.times(path), f"{path.name}: a check depends on timings: set course.times to true"
+
+
 def test_the_reports_are_introduced_and_named_consistently():
     readme = (course.ROOT / "README.md").read_text(encoding="utf-8")
     setup = "".join("".join(c["source"]) for c in cells(course.NOTEBOOKS / "00_setup.ipynb"))

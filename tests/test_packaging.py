@@ -295,6 +295,7 @@ def package_index_reachable(timeout: float = 5.0) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_the_readme_course_command_runs_every_cpu_lecture_and_exercise(tmp_path):
     """The closing check of the README's promise, from [course] alone (not [dev]): slow, a few minutes."""
     steps = readme_block("course command").split(" && ")

@@ -185,5 +185,6 @@ def needs_gpu(path: Path) -> bool:
 
 
 def times(path: Path) -> bool:
-    """Whether a notebook declares that it measures time (course.times): the tests run its cells alone."""
+    """Whether a notebook declares that its checks depend on timings (course.times): the tests run its
+    cells alone."""
     return _declared(path, "times")
