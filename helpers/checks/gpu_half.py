@@ -65,9 +65,11 @@ def summed_in_16_bits(graph, values: np.ndarray) -> np.ndarray:
     """Each vertex's in-links added one after another, the sum rounded to bfloat16 after every addition."""
     offsets = graph.in_offsets.astype(np.int64)
     degree = np.diff(offsets)
+    order = np.argsort(-degree, kind="stable")                 # rows by in-degree, the longest first
+    longer = -degree[order]                                    # ascending: rows past step j are a prefix
     sums = np.zeros(graph.num_vertices, dtype=np.float32)
     for j in range(int(degree.max(initial=0))):
-        rows = np.flatnonzero(degree > j)
+        rows = order[:np.searchsorted(longer, -j, side="left")]     # the rows with more than j in-links
         terms = values[graph.in_sources[offsets[rows] + j]].astype(np.float32)
         sums[rows] = widened(to_bfloat16(sums[rows] + terms))
     return sums.astype(np.float64)

@@ -158,16 +158,21 @@ CELL_LIMIT = 60.0     # seconds a lecture cell may take at the student scale on 
 
 def refresh(notebooks: list[Path], *, timeout: int = DEFAULT_TIMEOUT) -> int:
     """Run each notebook at the student scale, in place (the committed outputs), one after another (they
-    time), with a line before and after each; then the slowest cells and any over CELL_LIMIT. Returns 1 if
-    a notebook failed, 2 without a GPU, else 0."""
+    time), with a line before and after each, its time and the T4 model's range for it (from all of it
+    fixed costs to all of it memory-bound at 320 GB/s); then the slowest cells and any over CELL_LIMIT.
+    Returns 1 if a notebook failed, 2 without a GPU, else 0."""
     from . import SCALE_VARIABLE
 
     status = gpu.gpu_status()
     if not status.available:
         print(f"refresh runs the lectures on a GPU: {status.description}")
         return 2
+    from ..floors import T4_DRAM_GBS
+
+    slower = gpu.measure_copy_bandwidth() / T4_DRAM_GBS       # the T4 model: its datasheet's 320 GB/s
     print(f"refreshing {len(notebooks)} notebook(s) in place at the student scale on "
-          f"{gpu.device_facts().name}", flush=True)
+          f"{gpu.device_facts().name}; a T4 (the course's model) moves memory {slower:.0f}x slower",
+          flush=True)
     start, failed, cells = time.perf_counter(), [], []
     for number, path in enumerate(notebooks, 1):
         name = notebook_name(path)
@@ -181,7 +186,8 @@ def refresh(notebooks: list[Path], *, timeout: int = DEFAULT_TIMEOUT) -> int:
             continue
         cells += [(seconds, f"{name} cell {index}") for index, seconds in run.cells.items()]
         slow = ", ".join(f"cell {index} {seconds:.0f} s" for index, seconds in run.slowest(2))
-        print(f"[{number}/{len(notebooks)}] {name}: {run.seconds:.0f} s (slowest: {slow})", flush=True)
+        print(f"[{number}/{len(notebooks)}] {name}: {run.seconds:.0f} s (slowest: {slow}); on a T4, by the "
+              f"model, {run.seconds:.0f} to {slower * run.seconds:.0f} s", flush=True)
     cells.sort(reverse=True)
     print(f"{len(notebooks) - len(failed)} refreshed, {len(failed)} failed"
           + (f" ({', '.join(failed)})" if failed else "") + f", in {time.perf_counter() - start:.0f} s")
