@@ -107,32 +107,37 @@ def runs_alone(item, phase: str) -> bool:
     return item.get_closest_marker("timing") is not None
 
 
+def held(item, phase: str):
+    """The lock as this phase of the item holds it."""
+    return machine_lock().alone() if runs_alone(item, phase) else machine_lock().beside()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_setup(item):
     mirror_settings(item)
-    with (machine_lock().alone() if runs_alone(item, "setup") else machine_lock().beside()):
+    with held(item, "setup"):
         yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    with (machine_lock().alone() if runs_alone(item, "call") else machine_lock().beside()):
+    with held(item, "call"):
         yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item):
-    with (machine_lock().alone() if runs_alone(item, "teardown") else machine_lock().beside()):
+    with held(item, "teardown"):
         yield
 
 
 def pytest_sessionstart(session):
-    """Before any worker starts: build the web-Google stand-in once into the data cache, where lectures will
-    load it (each would otherwise generate it while the others do)."""
+    """Before any worker starts, on a GPU machine: build the web-Google stand-in once into the data cache,
+    where exercise 31's checker loads it (its notebooks would otherwise each generate it)."""
     config = session.config
-    if hasattr(config, "workerinput") or not any("notebooks" in Path(str(a)).resolve().parts or
-                                                 Path(str(a)).resolve() == course.ROOT
-                                                 for a in config.args):
+    if hasattr(config, "workerinput") or not gpu.has_gpu() or not any(
+            "notebooks" in Path(str(a)).resolve().parts or Path(str(a)).resolve() == course.ROOT
+            for a in config.args):
         return
     from helpers import datasets
 
@@ -210,8 +215,8 @@ def _notebook_needs_gpu(path: str) -> bool:
 
 def pytest_xdist_make_scheduler(config, log):
     """With ``--dist loadgroup`` (pyproject.toml): each notebook's cells go to one worker, in order (they
-    share its kernel); every other test is a unit of its own. xdist's own grouping by ``xdist_group`` marks
-    renames node ids in a way pytest 9.2 no longer reads, so the grouping is done here, by file."""
+    share its kernel); every other test is a unit of its own. xdist's own grouping (``xdist_group`` marks)
+    renames node ids in a way that pytest 9.2 does not see, so the grouping is done here, by file."""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling

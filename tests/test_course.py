@@ -324,6 +324,53 @@ def test_the_course_command_alone_lists_its_commands():
         assert re.search(rf"^\s+{command}\s+\w", result.stderr, re.MULTILINE), f"{command} is not listed"
 
 
+def test_the_scale_is_one_setting_student_unless_the_tests_say_test(monkeypatch):
+    monkeypatch.delenv(course.SCALE_VARIABLE, raising=False)
+    assert course.scale().name == "student" and course.scale().pick(student=1, test=2) == 1
+    for value, name in ((" Test ", "test"), ("", "student"), ("student", "student")):
+        monkeypatch.setenv(course.SCALE_VARIABLE, value)
+        assert course.scale().name == name
+    monkeypatch.setenv(course.SCALE_VARIABLE, "test")
+    assert course.scale().test and course.scale().pick(student=1, test=2) == 2
+    assert str(course.scale()).startswith("test ($PAGERANK_SCALE=test")
+    monkeypatch.setenv(course.SCALE_VARIABLE, "tiny")
+    with pytest.raises(course.SettingError, match="PAGERANK_SCALE='tiny': use 'student'"):
+        course.scale()
+
+
+def test_every_lecture_reads_the_scale_once_in_its_imports_cell():
+    """One visible place per lecture: the cell that imports helpers reads the setting; no other cell does."""
+    for path in course.lecture_notebooks():
+        cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+        reading = [i for i, c in enumerate(cells) if "course.scale()" in "".join(c["source"])]
+        assert len(reading) <= 1, f"{path.name} reads the scale in {len(reading)} cells"
+        if reading:
+            assert "from helpers import" in "".join(cells[reading[0]]["source"]), path.name
+
+
+def test_refresh_without_a_gpu_says_so_and_changes_nothing(tmp_path):
+    from helpers import gpu
+
+    if gpu.has_gpu():
+        pytest.skip("this machine has a GPU: refresh would run the lectures")
+    target = notebook(tmp_path / "nb.ipynb", "print('x')", needs_gpu=True)
+    before = target.read_bytes()
+    result = run_course("refresh", target, cwd=tmp_path)
+    assert result.returncode == 2 and result.stdout.startswith("refresh runs the lectures on a GPU: none")
+    assert target.read_bytes() == before
+
+
+@pytest.mark.gpu
+def test_refresh_runs_each_notebook_at_the_student_scale_in_place_and_names_the_slowest_cells(tmp_path):
+    target = notebook(tmp_path / "nb.ipynb", "import os\nprint(os.environ['PAGERANK_SCALE'])", needs_gpu=True)
+    result = run_course("refresh", target, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[1/1] nb.ipynb ..." in result.stdout and "on a T4, by the model" in result.stdout
+    assert "1 refreshed, 0 failed" in result.stdout and "slowest cells: nb.ipynb cell 0 " in result.stdout
+    printed = json.loads(target.read_text(encoding="utf-8"))["cells"][0]["outputs"][0]["text"]
+    assert "".join(printed) == "student\n"
+
+
 def test_report_prints_python_cpu_gpu_and_the_data_directory(tmp_path):
     env = dict(os.environ, PYTHONPATH=with_root_on_path(), PAGERANK_DATA_DIR=str(tmp_path / "data"))
     result = subprocess.run([sys.executable, "-m", "helpers.course", "report"], capture_output=True,

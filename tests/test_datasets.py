@@ -107,6 +107,28 @@ def test_an_unreachable_server_leads_to_the_announced_standin(server, monkeypatc
     assert cached_files(tiny) == []
 
 
+def test_the_test_scale_takes_a_smaller_standin_and_downloads_only_when_asked(server, monkeypatch, capsys):
+    """A fraction below 1 (a lecture's test scale) gives a generated stand-in of that share of the dataset,
+    without asking the server; with download=True the whole graph is downloaded, and only a failed download
+    falls back to the smaller stand-in."""
+    small = datasets.load_or_standin(SMALL, fraction=1 / 4)
+    assert server.requests == [] and "generated, not downloaded" in capsys.readouterr().out
+    assert small.name.startswith("stand-in for test-small at 1/4 of its size")
+    assert small.num_vertices == round(SMALL.vertices / 4) and small.num_edges == round(SMALL.listed_edges / 4)
+    assert datasets.standin(SMALL, fraction=1 / 4).num_edges == small.num_edges       # the same graph
+    whole = datasets.load_or_standin(SMALL, fraction=1 / 4, download=True, retries=1, progress=False)
+    assert (whole.num_vertices, whole.num_edges) == (SMALL.vertices, SMALL.listed_edges)
+    server.close()
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, server.url)      # nothing listens there any more
+    tiny = datasets.Dataset("tiny", "tiny.txt.gz", True, 800, 4_000)
+    fallback = datasets.load_or_standin(tiny, fraction=1 / 2, download=True, retries=1, progress=False)
+    assert "a generated stand-in at 0.5 of its size" in capsys.readouterr().out
+    assert (fallback.num_vertices, fallback.num_edges) == (400, 2_000)
+    for bad in (0, 1.5, float("nan"), "half"):
+        with pytest.raises(datasets.ArgumentError, match="fraction"):
+            datasets.load_or_standin(SMALL, fraction=bad)
+
+
 def test_a_damaged_file_does_not_fall_back_silently(server):
     server.serve(SMALL.filename, server.body[:100])
     with pytest.raises(datasets.IntegrityError):
