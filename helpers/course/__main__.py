@@ -78,13 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
     return build_parsers()[0]
 
 
+def notebooks_named(parser: argparse.ArgumentParser, named: list[Path], default: list[Path]) -> list[Path]:
+    """The notebooks a command was given (``default`` where none), each an existing .ipynb file; a usage
+    error naming the first that is not."""
+    for path in named or default:
+        if path.suffix != ".ipynb" or not path.is_file():
+            parser.error(f"not a notebook: {path}")
+    return named or default
+
+
 def run_execute(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from .execute import execute_all, executed_path
 
-    notebooks = args.notebooks or lecture_notebooks() + (exercise_notebooks() if args.exercises else [])
-    for path in notebooks:
-        if path.suffix != ".ipynb" or not path.is_file():
-            parser.error(f"not a notebook: {path}")
+    notebooks = notebooks_named(parser, args.notebooks, lecture_notebooks() +
+                                (exercise_notebooks() if args.exercises else []))
     out = None if args.in_place else args.out.resolve()
     if out is not None:
         clash = [p for p in notebooks if executed_path(p, out) == p.resolve()]
@@ -106,10 +113,8 @@ def main(argv=None) -> int:
     if args.command == "refresh":
         from .execute import refresh
 
-        notebooks = args.notebooks or [p for p in lecture_notebooks() if needs_gpu(p)]
-        for path in notebooks:
-            if path.suffix != ".ipynb" or not path.is_file():
-                commands["refresh"].error(f"not a notebook: {path}")
+        notebooks = notebooks_named(commands["refresh"], args.notebooks,
+                                    [p for p in lecture_notebooks() if needs_gpu(p)])
         return refresh(notebooks, timeout=args.timeout)
     if args.command == "report":
         report()
