@@ -314,8 +314,9 @@ def test_the_blocked_iteration_is_right_with_one_segment_or_many(segment):
     from helpers.driver import BlockedIteration, DeviceGraph, step_error
     graph = generators.adversarial_graph(20_001, seed=7, hub_in_links=12_000)
     dg = DeviceGraph(graph)
-    step = BlockedIteration(dg, vertices_per_segment=segment)
-    assert len(step.passes) == -(-graph.num_vertices // segment) or segment > graph.num_vertices
+    BlockedIteration(dg, vertices_per_segment=segment)        # builds the graph's segments of that size
+    passes = dg.segments(segment)
+    assert len(passes) == -(-graph.num_vertices // segment) or segment > graph.num_vertices
     assert step_error(dg, "blocked", vertices_per_segment=segment) < 1e-4
     reference = pagerank(graph, tol=1e-10)
     step = BlockedIteration(dg, tol=1e-7, max_iter=300, vertices_per_segment=segment)
