@@ -508,14 +508,14 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.
     generator (web-Google's published vertex and edge counts, degree maxima and dangling share, ids in
     crawl order); for the others an R-MAT graph with the dataset's vertex count and listed edge count.
     Generated once (seconds, with a progress bar) and kept in the cache, checked like a download. A
-    ``fraction`` below 1 (a lecture's test scale) gives ``shrunk(fraction)`` instead."""
+    ``fraction`` below 1 (a lecture's test scale) scales both counts and is generated each time (a second
+    at most), quietly."""
     from .generators import rmat_graph, web_graph
 
     ds = dataset(name_or_dataset)
     seed = check_integer(seed, "seed", minimum=0)
-    if check_real(fraction, "fraction", low=1e-6, high=1) < 1:
-        return shrunk(ds, fraction, seed)
-    cache, progress = check_flag(cache, "cache"), check_flag(progress, "progress")
+    fraction = check_real(fraction, "fraction", low=1e-6, high=1)
+    cache, progress = check_flag(cache, "cache") and fraction == 1, check_flag(progress, "progress")
     verbose = check_flag(verbose, "verbose")
     folder = graph = None
     if cache:
@@ -531,12 +531,14 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.
             print(f"{graph.name}: loaded from the cache in {describe_path(folder)}")
         return graph
     n, m = ds.vertices, ds.listed_edges if ds.directed else 2 * ds.listed_edges
-    if ds.name == "web-Google":
-        graph = web_graph(n, m, seed=seed, progress=progress, name=f"stand-in for web-Google (generated "
-                          f"web-like graph, {n:,} vertices, {m:,} edges)")
-    else:
-        graph = rmat_graph(n, m, seed=seed, progress=progress, name=f"stand-in for {ds.name} (generated "
-                           f"R-MAT, {n:,} vertices, {m:,} edges)")
+    size = ""
+    if fraction < 1:
+        n, m = max(2, round(n * fraction)), max(1, round(m * fraction))
+        share = f"1/{1 / fraction:.0f}" if (1 / fraction).is_integer() else f"{fraction:.3g}"
+        size, progress = f" at {share} of its size", False
+    generate, kind = (web_graph, "web-like graph") if ds.name == "web-Google" else (rmat_graph, "R-MAT")
+    graph = generate(n, m, seed=seed, progress=progress,
+                     name=f"stand-in for {ds.name}{size} (generated {kind}, {n:,} vertices, {m:,} edges)")
     if folder is not None:
         info = {"name": graph.name, "vertices": n, "edges": graph.num_edges, "seed": seed,
                 "generator_version": STANDIN_VERSION}
@@ -547,24 +549,6 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.
                 print(f"{graph.name}: not kept in the cache ({error.strerror or error}); it will be "
                       f"generated again")
     return graph
-
-
-def shrunk(name_or_dataset="web-Google", fraction: float = 1 / 16, seed: int = 0) -> Graph:
-    """A generated stand-in with ``fraction`` of the dataset's vertices and edges (web-like for web-Google,
-    R-MAT for the others), for the lectures' test scale: not kept in the cache (it takes a second)."""
-    from .generators import rmat_graph, web_graph
-
-    ds = dataset(name_or_dataset)
-    fraction = check_real(fraction, "fraction", low=1e-6, high=1)
-    seed = check_integer(seed, "seed", minimum=0)
-    m = ds.listed_edges if ds.directed else 2 * ds.listed_edges
-    n, m = max(2, round(ds.vertices * fraction)), max(1, round(m * fraction))
-    share = f"1/{1 / fraction:.0f}" if (1 / fraction).is_integer() else f"{fraction:.3g}"
-    if ds.name == "web-Google":
-        return web_graph(n, m, seed=seed, name=f"stand-in for web-Google at {share} of its size (generated "
-                                                f"web-like graph, {n:,} vertices, {m:,} edges)")
-    return rmat_graph(n, m, seed=seed, name=f"stand-in for {ds.name} at {share} of its size (generated R-MAT, "
-                                            f"{n:,} vertices, {m:,} edges)")
 
 
 def load_or_standin(name_or_dataset="web-Google", *, fraction: float = 1.0, download: bool | None = None,
