@@ -319,6 +319,30 @@ def test_a_header_saying_undirected_for_a_directed_registry_entry_is_warned_abou
     assert graph.num_edges == GRAPH.num_edges               # read as the registry says
 
 
+@pytest.mark.parametrize("end", ["\r\n", "\r"], ids=["CRLF", "CR"])
+def test_a_header_whose_lines_end_in_carriage_returns_is_read(server, end):
+    """Was refused: a lone \\r in the header ended a line for NumPy's reader but not for the first pass, which
+    took '# FromNodeId\\tToNodeId\\r2\\t877' for one comment and so counted an edge line too few."""
+    header, body = gzip.decompress(server.body).decode().split("\n# FromNodeId\tToNodeId\n")
+    text = header.replace("\n", end) + end + "# FromNodeId\tToNodeId" + end + body
+    server.serve(SMALL.filename, gzip.compress(text.encode()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                       # the header's counts were read: they agree
+        graph = datasets.load(SMALL, retries=1, progress=False)
+    assert np.array_equal(graph.out_targets, GRAPH.out_targets)
+    assert np.array_equal(graph.in_sources, GRAPH.in_sources)
+
+
+def test_text_after_a_lone_carriage_return_in_the_header_is_a_line_of_its_own(server):
+    text = gzip.decompress(server.body).decode().replace("\n# Nodes:", "\r(Nodes and edges:)\n# Nodes:", 1)
+    server.serve(SMALL.filename, gzip.compress(text.encode()))
+    with pytest.raises(datasets.IntegrityError, match=r"test-small: the download cannot be parsed: "
+                                                      r"test-small\.txt\.gz: line 2: expected two vertex ids "
+                                                      r"\(source target\), found 3 column\(s\): "
+                                                      r"'\(Nodes and edges:\)'"):
+        datasets.load(SMALL, retries=1, progress=False)
+    assert cached_files(SMALL) == []
+
 def test_an_undirected_registry_entry_is_read_undirected_without_warnings(server):
     pairs = "".join(f"{u} {v}\n" for u, v in [(0, 1), (0, 2), (1, 2), (2, 3), (3, 4), (1, 4), (4, 5), (5, 6),
                                                (6, 7), (7, 8), (8, 9), (2, 9)])

@@ -2,6 +2,7 @@ import bz2
 import gzip
 import lzma
 import os
+import re
 import time
 import tracemalloc
 import warnings
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from helpers import graph
+from helpers import graph, graphfiles
 from helpers.graphfiles import (MAX_LINE_BYTES, NotRegularFileError, open_regular, read_edge_list,
                                 read_edge_pairs, read_header, write_edge_list)
 from helpers.graph import (ArgumentError, GraphFormatError, GraphFormatWarning, GraphTooLargeError,
@@ -442,7 +443,7 @@ def test_a_fifo_is_refused_at_once_never_read(tmp_path):
     (b"2 \xb2", r"'\xb2' is not an integer vertex id"),          # a superscript two in latin-1
     (b"2\x0b3", r"ids must be separated by spaces or tabs, found '2\\x0b3'"),
     (b"\x1c2 3", r"ids must be separated by spaces or tabs"),
-    (b"2\r3", r"ids must be separated by spaces or tabs, found '2\\r3'"),   # a lone carriage return
+    (b"2\r3", r"expected two vertex ids \(source target\), found 1 column\(s\): '2'"),   # a lone \r ends a line
     (b"2,3", r"expected two vertex ids \(source target\), found 1 column"),
 ])
 def test_malformed_ids_are_refused_whatever_numpy_accepts(tmp_path, line, message):
@@ -455,6 +456,129 @@ def test_malformed_ids_are_refused_whatever_numpy_accepts(tmp_path, line, messag
             warnings.simplefilter("error")                       # a DeprecationWarning is not an answer
             with pytest.raises(GraphFormatError, match=rf"{name}: line 3: {message}"):
                 read_edge_list(path)
+
+
+# --- one definition of a line (\n, \r\n or a lone \r), the same for every pass ---------------------------
+
+def written(path, body: bytes):
+    """``body`` written at ``path``, gzip-compressed where the name ends in .gz."""
+    path.write_bytes(gzip.compress(body) if path.name.endswith(".gz") else body)
+    return path
+
+
+@pytest.mark.parametrize("name", ["g.txt", "g.txt.gz"])
+def test_a_lone_carriage_return_ends_a_line_even_in_a_comment(tmp_path, name):
+    """Was (0, 1), (1, 2), (5, 6): the first pass kept '# note\\r5 6' as one comment, NumPy's reader read
+    '5 6' as an edge and stopped at the first pass's count, dropping 2 -> 0, with no warning."""
+    path = written(tmp_path / name, b"0 1\n# note\r5 6\n1 2\n2 0\n")
+    assert read_edge_pairs(path).tolist() == [[0, 1], [5, 6], [1, 2], [2, 0]]
+    g = read_edge_list(path, relabel_ids=False)
+    assert sorted(zip(*(e.tolist() for e in g.edges()))) == [(0, 1), (1, 2), (2, 0), (5, 6)]
+    assert read_header(path).lines == ()                     # line 1 is an edge: no header
+
+
+@pytest.mark.parametrize("name", ["g.txt", "g.txt.gz"])
+@pytest.mark.parametrize("end", [b"\n", b"\r\n", b"\r"], ids=["LF", "CRLF", "CR"])
+def test_every_line_end_reads_the_same_and_names_the_same_lines(tmp_path, name, end):
+    lines = [b"# Directed graph", b"# Nodes: 4 Edges: 4", b"0 1", b"", b" \t", b"1 2 # a comment", b"2 3",
+             b"3 0"]
+    path = written(tmp_path / name, end.join(lines))                # the last line needs no end
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                             # the header agrees: no warning
+        g = read_edge_list(path, relabel_ids=False)
+    assert g.out_targets.tolist() == [1, 2, 3, 0]
+    assert read_header(path) == graphfiles.EdgeListHeader(("# Directed graph", "# Nodes: 4 Edges: 4"), 4, 4)
+    written(path, end.join(lines[:-1] + [b"3 x"]) + end)
+    with pytest.raises(GraphFormatError, match=rf"{name}: line 8: 'x' is not an integer vertex id"):
+        read_edge_list(path)
+
+
+def test_mixed_line_ends_and_a_lone_carriage_return_in_a_gzip_header(tmp_path):
+    path = written(tmp_path / "g.txt.gz", b"# Directed graph\r# Nodes: 3 Edges: 3\r# FromNodeId\tToNodeId\r"
+                                          b"0 1\r\n1 2\n2 0\r")
+    assert read_header(path) == graphfiles.EdgeListHeader(
+        ("# Directed graph", "# Nodes: 3 Edges: 3", "# FromNodeId\tToNodeId"), 3, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read_edge_list(path, relabel_ids=False).out_targets.tolist() == [1, 2, 0]
+    written(path, b"# Directed graph\r(continued)\n0 1\n1 2\n")      # after a lone \r: a line of its own
+    with pytest.raises(GraphFormatError, match=r"g\.txt\.gz: line 2: expected two vertex ids \(source "
+                                               r"target\), found 1 column\(s\): '\(continued\)'"):
+        read_edge_list(path)
+
+
+@pytest.mark.parametrize("size", ["BLOCK_BYTES", "LINE_BLOCK_BYTES"])
+def test_a_crlf_split_between_two_reads_is_one_line_end(tmp_path, size):
+    """The first pass and the line-by-line passes read in blocks: a \\r\\n cut between two reads must not
+    become two line ends (which would add a blank line and shift every line number after it)."""
+    first_read = len(graphfiles.UTF8_BOM) + getattr(graphfiles, size)     # the mark is read first
+    filler, rest = divmod(first_read + 1 - len(b"0 1\r\n") - 1000, 1000)
+    head = b"0 1\r\n" + (b"#" + b"x" * 997 + b"\r\n") * filler + b"#" + b"x" * (rest + 997) + b"\r\n"
+    assert head[first_read - 1:] == b"\r\n"                               # its \r is the read's last byte
+    lines = head.count(b"\n")
+    for name in ("g.txt", "g.txt.gz"):
+        path = written(tmp_path / name, head + b"1 2\r\n2 0\r\n" * 3 + b"5 y\r\n")
+        with pytest.raises(GraphFormatError, match=rf"line {lines + 7}: 'y' is not an integer vertex id"):
+            read_edge_list(path)
+        written(path, head + b"1 2\r\n2 0\r\n")
+        assert read_edge_pairs(path).tolist() == [[0, 1], [1, 2], [2, 0]]
+
+
+ODD_WHITESPACE = [b"\x0c", b"\x0b", b"\x1c", b"\x1d", b"\x1e", b"\x1f", b"\x85", b"\xa0", b" \x0c\t"]
+UTF8_WHITESPACE = [b"\xc2\x85", b"\xc2\xa0", b"\xe2\x80\xa8", b"\xe3\x80\x80"]     # NEL, NBSP, U+2028, U+3000
+
+
+@pytest.mark.parametrize("odd", ODD_WHITESPACE + UTF8_WHITESPACE)
+def test_a_line_of_other_whitespace_is_refused_naming_the_line(tmp_path, odd):
+    """Was 'expected two vertex ids per line' with no line named: the first pass refused the byte, the
+    line-by-line pass took the line for blank (Python's strip) and found nothing wrong."""
+    why = (rf"a line without ids may hold only spaces and tabs \(and a '#' comment\), found "
+           rf"{re.escape(repr(odd.decode('latin-1')))}$" if odd in ODD_WHITESPACE
+           else r"expected two vertex ids \(source target\), found 1 column\(s\)")   # read as latin-1
+    for name in ("g.txt", "g.txt.gz"):
+        path = written(tmp_path / name, b"# header\n0 1\n" + odd + b"\n1 2\n")
+        for reader in (read_edge_list, read_edge_pairs):
+            with pytest.raises(GraphFormatError, match=rf"{name}: line 3: {why}"):
+                reader(path)
+        written(path, b"# header\n" + odd + b"\n# Nodes: 2 Edges: 1\n0 1\n")   # it ends the header too
+        assert read_header(path).lines == ("# header",)
+
+
+@pytest.mark.parametrize("odd", ODD_WHITESPACE + UTF8_WHITESPACE + [b"\x00", b"\x1b"])
+def test_comments_holding_other_whitespace_stay_comments(tmp_path, odd):
+    for name in ("g.txt", "g.txt.gz"):
+        path = written(tmp_path / name, b"# Nodes: 3 Edges: 2\n# note" + odd + b"5 6" + odd + b"\n0 1\n"
+                                        b"1 2 # trailing" + odd + b"7 8\n")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")                     # the header's counts agree: no warning
+            assert read_edge_list(path, relabel_ids=False).out_targets.tolist() == [1, 2]
+        header = read_header(path)
+        assert len(header.lines) == 2 and (header.nodes, header.edges) == (3, 2)
+
+
+def test_disagreeing_passes_are_refused_naming_where_they_part(tmp_path, monkeypatch):
+    """The guard behind the one definition: should the passes ever read a file's lines differently, the file
+    is refused naming the first line where they part, never read one way or the other."""
+    path = written(tmp_path / "g.txt", b"0 1\n# note 5 6\n1 2\n# c\n2 0\n")
+    good = read_edge_pairs(path)
+    assert good.tolist() == [[0, 1], [1, 2], [2, 0]]
+    parse = graphfiles._parse
+    # NumPy's reader taking '5 6' for an edge (the defect a lone \r in a comment used to cause)
+    monkeypatch.setattr(graphfiles, "_parse", lambda p, count, spare=1: np.array([[0, 1], [5, 6], [1, 2],
+                                                                                [2, 0]])[:count + spare])
+    with pytest.raises(GraphFormatError, match=r"g\.txt: line 2: the passes over the file read its lines "
+                                               r"differently from here on \('# note 5 6'\)"):
+        read_edge_pairs(path)
+    # NumPy's reader refusing from its third row on: where it stops is bisected
+    monkeypatch.setattr(graphfiles, "_parse", lambda p, count, spare=1: None if count + spare > 2
+                        else good[:count + spare])
+    with pytest.raises(GraphFormatError, match=r"line 4: the passes .* \('# c'\)"):
+        read_edge_pairs(path)
+    # the first pass counting one edge line fewer than the others find
+    monkeypatch.setattr(graphfiles, "_parse", parse)
+    monkeypatch.setattr(graphfiles, "_scan", lambda p, max_lines: 2)
+    with pytest.raises(GraphFormatError, match=r"line 4: the passes .* \('# c'\)"):
+        read_edge_pairs(path)
 
 
 def test_from_edges_refuses_a_graph_the_host_cannot_hold_with_the_arithmetic(monkeypatch):
