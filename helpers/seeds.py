@@ -15,6 +15,7 @@ import numpy as np
 from . import results, verdicts
 from .floors import BYTES_MODEL, bytes_per_iteration
 from .gpu import Timing
+from .graph import host_array
 from .instruments import WARP
 
 WHOLE = "whole graph"                 # the graph as loaded
@@ -36,6 +37,7 @@ SIX_VERSIONS_SHARE = 0.85             # "Efficiency: 85%"
 
 def growth_exponent(sizes, times) -> float:
     """k in time ~ size^k: the slope of the least-squares line through (log size, log time)."""
+    sizes, times = host_array(sizes, "sizes"), host_array(times, "times")
     return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(times, float)), 1)[0])
 
 
@@ -383,6 +385,7 @@ def child_grid_sentences(timings: dict, child_grids: dict, no_child: dict) -> li
 # --- the busiest lane of each warp, for the hybrid and the degree bins -----------------------------------
 
 def _host(values) -> np.ndarray:
+    host_array(values, "in_degree", gpu=True)                     # CuPy's is copied to the host
     return np.asarray(getattr(values, "get", lambda: values)(), dtype=np.int64)
 
 
