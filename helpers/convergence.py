@@ -12,7 +12,7 @@ import numpy as np
 from . import baselines, driver, floors, gpu, locality, verdicts
 from .driver.iteration import REPLAYED, replayed, time_iterations
 from .gpu import Timing
-from .graph import host_array
+from .graph import check_seed, host_array
 
 ITERATIONS = REPLAYED               # iterations per timed call (a CUDA graph records this many)
 NORMS = ("L1", "L2", "L∞")
@@ -551,7 +551,7 @@ def draw_segments(num_vertices: int = 32, num_edges: int = 110, segment: int = 8
     pass adds them: pass s reads only x[s * segment:(s + 1) * segment], a slice that stays in L2."""
     import matplotlib.pyplot as plt
 
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     sources = rng.integers(0, num_vertices, num_edges)
     targets = rng.integers(0, num_vertices, num_edges)
     if ax is None:

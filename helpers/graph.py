@@ -105,6 +105,23 @@ def as_path(path, what: str = "path") -> Path:
     return Path(text)
 
 
+SEED_OFFSET = 1_000_003      # the most any helper adds to a seed (adversarial_graph's hub stream)
+MAX_SEED = 2**63 - 1 - SEED_OFFSET   # so that a seed plus its offset still fits int64, NumPy's or C's
+
+
+def check_seed(seed, name: str = "seed", *, rng: bool = True):
+    """A seed as a Python int from 0 to MAX_SEED: checked before any arithmetic on it (an int64 seed plus an
+    offset wraps around). Floats, bools and strings are refused; with ``rng`` (for what feeds NumPy's
+    default_rng) None, a Generator and a SeedSequence pass unchanged."""
+    if rng and (seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence))):
+        return seed
+    seed = check_integer(seed, name, minimum=0)
+    if seed > MAX_SEED:
+        raise ArgumentError(f"{name} must be at most {MAX_SEED} (2**63 - 1 less the {SEED_OFFSET:,} the helpers "
+                            f"may add to it), got {seed}")
+    return seed
+
+
 def check_flag(value, name: str) -> bool:
     """``value`` as a bool: only True and False (NumPy's included) pass: 'no' or 2 is not read as True."""
     if not isinstance(value, (bool, np.bool_)):

@@ -15,7 +15,7 @@ import numpy as np
 from . import results, verdicts
 from .floors import BYTES_MODEL, bytes_per_iteration
 from .gpu import Timing
-from .graph import host_array
+from .graph import check_seed, host_array
 from .instruments import WARP
 
 WHOLE = "whole graph"                 # the graph as loaded
@@ -140,6 +140,7 @@ def six_versions_at_their_sizes(six_versions, sizes=(1_000, 10_000, 50_000), *, 
     from . import baselines, driver, generators
     from .gpu import device_facts, require_gpu, time_paired
 
+    seed = check_seed(seed, rng=False)
     cp = require_gpu()
     peak = device_facts().peak_bandwidth_gbs
     rows = []

@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 from helpers import convergence, floors, gpu, verdicts   # noqa: E402
 from helpers.driver.iteration import Captured           # noqa: E402
 from helpers.gpu import Timing                          # noqa: E402
-from helpers.graph import ArrayKindError                # noqa: E402
+from helpers.graph import ArgumentError, ArrayKindError # noqa: E402
 from fake_arrays import GpuArray, masked                # noqa: E402
 
 
@@ -224,4 +224,7 @@ def test_the_drawings_draw_what_they_say():
     assert len(crossed) == 3 + 40 - 3      # all but lane 0's: the first of the 3; positions 0, 32 of the 40
     ax = convergence.draw_segments(num_vertices=24, num_edges=50, segment=8)
     assert [t.get_text() for t in ax.texts] == ["pass 0", "pass 1", "pass 2"]
+    for seed, message in ((-1, "at least 0"), (0.5, "an integer"), (2**63, "at most")):
+        with pytest.raises(ArgumentError, match=f"seed must be {message}"):
+            convergence.draw_segments(seed=seed)
     assert math.isclose(ax.get_xlim()[1], 23.5)

@@ -168,3 +168,10 @@ def test_sizes_times_and_in_degrees_refuse_masked_arrays_and_host_ones_gpu_array
     for busiest in (seeds.busiest_lane_hybrid, seeds.busiest_lane_binned):
         with pytest.raises(ArrayKindError, match="in_degree is a masked array"):
             busiest(masked((40, 3, 2000)))
+
+
+@pytest.mark.parametrize("seed", [-1, 2.5, np.float64(42), True, 2**63])
+def test_the_six_versions_seed_is_checked_before_any_gpu_work(seed):
+    from helpers.graph import ArgumentError
+    with pytest.raises(ArgumentError, match="seed must be"):
+        seeds.six_versions_at_their_sizes("six_versions", seed=seed)
