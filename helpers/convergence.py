@@ -12,6 +12,7 @@ import numpy as np
 from . import baselines, driver, floors, gpu, locality, verdicts
 from .driver.iteration import REPLAYED, replayed, time_iterations
 from .gpu import Timing
+from .graph import check_seed, host_array
 
 ITERATIONS = REPLAYED               # iterations per timed call (a CUDA graph records this many)
 NORMS = ("L1", "L2", "L∞")
@@ -42,7 +43,7 @@ def change_norms(step, iterations: int):
 def shrink_factor(values, start: int = 0) -> float:
     """The factor a series shrinks by per step, fitted on its logarithm from position ``start`` on; zeros
     (a change that became exactly 0) are left out."""
-    values = np.asarray(values, dtype=np.float64)[int(start):]
+    values = np.asarray(host_array(values, "values"), dtype=np.float64)[int(start):]
     steps = np.arange(values.size)
     keep = values > 0
     if keep.sum() < 2:
@@ -60,14 +61,15 @@ def average_shrink(first: float, last: float, steps: int) -> float:
 
 def first_below(values, tol: float):
     """The iteration (counted from 1) whose value first falls below ``tol``, or None if none does."""
-    below = np.flatnonzero(np.asarray(values, dtype=np.float64) < tol)
+    below = np.flatnonzero(np.asarray(host_array(values, "values"), dtype=np.float64) < tol)
     return int(below[0]) + 1 if below.size else None
 
 
 def ulp_sum(ranks) -> float:
     """One unit in the last place of every rank stored as float32, added up: the L1 change of an
     iteration that moved every rank by a single ulp (the yardstick for where float32 stalls)."""
-    return float(np.spacing(np.abs(np.asarray(ranks, dtype=np.float32))).astype(np.float64).sum())
+    ranks = np.asarray(host_array(ranks, "ranks"), dtype=np.float32)
+    return float(np.spacing(np.abs(ranks)).astype(np.float64).sum())
 
 
 def accuracy_runs(graphs, names, *, tol: float = 1e-9, max_iter: int = 200, mark: float = 1e-6):
@@ -527,7 +529,7 @@ def draw_dropped_lanes(in_degree, ax=None, title: str = ""):
 
     from .figures import reader_of_each_in_link
 
-    degree = np.asarray(in_degree, dtype=np.int64)
+    degree = np.asarray(host_array(in_degree, "in_degree"), dtype=np.int64)
     lanes = reader_of_each_in_link(degree, "warp") % 32
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 1.9))
@@ -549,7 +551,7 @@ def draw_segments(num_vertices: int = 32, num_edges: int = 110, segment: int = 8
     pass adds them: pass s reads only x[s * segment:(s + 1) * segment], a slice that stays in L2."""
     import matplotlib.pyplot as plt
 
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     sources = rng.integers(0, num_vertices, num_edges)
     targets = rng.integers(0, num_vertices, num_edges)
     if ax is None:

@@ -22,7 +22,7 @@ from urllib.parse import quote, urlsplit
 from .course import DATA_DIR_VARIABLE, SettingError, data_dir, data_dir_setting, describe_path
 from .download import MAX_TIMEOUT, DownloadError, IntegrityError, fetch
 from .graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_flag, check_integer,
-                    check_real, check_seconds, statistics_of)
+                    check_real, check_seconds, check_seed, statistics_of)
 from .graphfiles import (ARRAYS, graph_from_pairs, load_npz, open_regular, read_edge_pairs, read_header,
                          save_npz, write_atomically)
 
@@ -513,7 +513,7 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.
     from .generators import rmat_graph, web_graph
 
     ds = dataset(name_or_dataset)
-    seed = check_integer(seed, "seed", minimum=0)
+    seed = check_seed(seed, rng=False)
     fraction = check_real(fraction, "fraction", low=1e-6, high=1)
     cache, progress = check_flag(cache, "cache") and fraction == 1, check_flag(progress, "progress")
     verbose = check_flag(verbose, "verbose")

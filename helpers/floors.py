@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .gpu import Timing, device_facts, require_gpu, time_back_to_back
+from .graph import host_array
 
 SECTOR_BYTES = 32
 WARP = 32
@@ -40,6 +41,7 @@ def sectors_per_edge(in_sources, *, sample_warps: int = 1 << 20) -> float:
     """Distinct 32-byte sectors of a float32 vector that each run of 32 consecutive in-links gathers from,
     divided by 32: 1.0 when every gather needs its own sector, 1/32 when a warp's 32 gathers share one.
     Evenly spaced warps are sampled on big graphs (the figure is an average). NumPy or CuPy input."""
+    host_array(in_sources, "in_sources", gpu=True)
     xp = np
     try:
         import cupy

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import (MAX_VERTICES, ArgumentError, Graph, build_bytes, check_host_memory, check_integer,
-                    check_real, from_edges, sorted_unique)
+from .graph import (MAX_VERTICES, SEED_OFFSET, ArgumentError, Graph, build_bytes, check_host_memory,
+                    check_integer, check_real, check_seed, from_edges, sorted_unique)
 
 WEB_GOOGLE_VERTICES = 875_713
 WEB_GOOGLE_EDGES = 5_105_039
@@ -30,14 +30,6 @@ def check_vertices(n, name: str = "n", minimum: int = 1) -> int:
     if n > MAX_VERTICES:
         raise ArgumentError(f"{name}={n:,} vertices do not fit the course's int32 vertex ids")
     return n
-
-
-def check_seed(seed):
-    """A seed NumPy's default_rng takes: None, a non-negative integer (not a bool), a Generator or a
-    SeedSequence; anything else raises ArgumentError instead of NumPy's errors from deep inside."""
-    if seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence)):
-        return seed
-    return check_integer(seed, "seed", minimum=0)
 
 
 def check_generated_size(kind: str, n: int, m: int) -> None:
@@ -169,10 +161,11 @@ def adversarial_graph(n: int, seed: int = 0, *, hub_in_links: int = 12_000, avg_
                       name: str | None = None) -> Graph:
     """A random graph with everything that breaks kernels: dangling and isolated vertices, self-loops,
     duplicate edges, and a hub with ``hub_in_links`` distinct in-links (capped at n - 1)."""
-    hub_in_links = check_integer(hub_in_links, "hub_in_links", minimum=0)
+    hub_in_links, seed = check_integer(hub_in_links, "hub_in_links", minimum=0), check_seed(seed)
     base = random_graph(n, avg_degree, seed, name=name)
-    # an integer seed gives the hub its own stream; a Generator (or None) goes on drawing from itself
-    rng = np.random.default_rng(seed + 1_000_003 if isinstance(seed, (int, np.integer)) else seed)
+    # an integer seed (a Python int, at most MAX_SEED) gives the hub its own stream; a Generator (or None)
+    # goes on drawing from itself
+    rng = np.random.default_rng(seed + SEED_OFFSET if isinstance(seed, int) else seed)
     hub = int(rng.integers(0, n))
     others = np.delete(np.arange(n), hub)
     fans = rng.choice(others, size=min(hub_in_links, others.size), replace=False)
@@ -436,6 +429,7 @@ def rmat_device(num_vertices: int, num_edges: int, seed: int = 0, *, a: float = 
 
     from .gpu import ensure_fits, require_gpu
 
+    seed = check_seed(seed)
     cp = require_gpu()
     n, m = int(num_vertices), int(num_edges)
     if min(a, b, c, 1.0 - a - b - c) < 0:
@@ -483,6 +477,7 @@ def web_like_device(copies: int, seed: int = 0, *, cross_share: float = 0.25, ba
 
     from .gpu import ensure_fits, require_gpu
 
+    seed = check_seed(seed)
     cp = require_gpu()
     base = base if base is not None else web_graph(seed=seed)
     n, e, copies = base.num_vertices, base.num_edges, int(copies)

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .graph import GraphTooLargeError
+from .graph import GraphTooLargeError, host_array
 
 NO_GPU_ADVICE = ("On Colab: Runtime > Change runtime type > T4 GPU, then run the notebook again. "
                  "Elsewhere: a CUDA GPU with its driver and CuPy (pip install 'pagerank-gpu-course[gpu]').")
@@ -256,7 +256,7 @@ class Timing:
 
     @classmethod
     def of(cls, samples, pairing: int | None = None) -> "Timing":
-        samples = np.asarray(samples, dtype=np.float64).ravel()
+        samples = np.asarray(host_array(samples, "samples"), dtype=np.float64).ravel()
         if samples.size == 0 or not np.isfinite(samples).all():
             raise ValueError(f"a Timing needs finite samples, got {samples!r}")
         return cls(samples, pairing)

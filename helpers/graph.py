@@ -30,6 +30,12 @@ class ArgumentError(ValueError, TypeError):
     ``except`` catches it (as NumPy's AxisError is both a ValueError and an IndexError)."""
 
 
+class ArrayKindError(GraphFormatError, ArgumentError):
+    """An array NumPy would read other than as meant: a masked array with masked entries, a SciPy sparse
+    matrix, or an array in GPU memory where host memory is needed (``host_array`` says which). An
+    ArgumentError, and a GraphFormatError as masked ids always were, so that either ``except`` catches it."""
+
+
 class GraphFormatWarning(UserWarning):
     """An edge list that can be read but probably not as meant (a header that disagrees with the body,
     an undirected file read as directed)."""
@@ -99,11 +105,55 @@ def as_path(path, what: str = "path") -> Path:
     return Path(text)
 
 
+SEED_OFFSET = 1_000_003      # the most any helper adds to a seed (adversarial_graph's hub stream)
+MAX_SEED = 2**63 - 1 - SEED_OFFSET   # so that a seed plus its offset still fits int64, NumPy's or C's
+
+
+def check_seed(seed, name: str = "seed", *, rng: bool = True):
+    """A seed as a Python int from 0 to MAX_SEED: checked before any arithmetic on it (an int64 seed plus an
+    offset wraps around). Floats, bools and strings are refused; with ``rng`` (for what feeds NumPy's
+    default_rng) None, a Generator and a SeedSequence pass unchanged."""
+    if rng and (seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence))):
+        return seed
+    seed = check_integer(seed, name, minimum=0)
+    if seed > MAX_SEED:
+        raise ArgumentError(f"{name} must be at most {MAX_SEED} (2**63 - 1 less the {SEED_OFFSET:,} the helpers "
+                            f"may add to it), got {seed}")
+    return seed
+
+
 def check_flag(value, name: str) -> bool:
     """``value`` as a bool: only True and False (NumPy's included) pass: 'no' or 2 is not read as True."""
     if not isinstance(value, (bool, np.bool_)):
         raise ArgumentError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
     return bool(value)
+
+
+def on_gpu(values) -> bool:
+    """Does ``values`` live in GPU memory (a CuPy array, or anything with a CUDA array interface)? Imports
+    nothing: CuPy's types are recognised by their module."""
+    return type(values).__module__.startswith("cupy") or hasattr(values, "__cuda_array_interface__")
+
+
+def host_array(values, name: str, *, gpu: bool = False, fill: str | None = None):
+    """``values`` unchanged, unless NumPy would read it other than as meant: a masked array with masked entries
+    (read through its mask), a SciPy sparse matrix (read as one object) or, unless ``gpu`` (a function that
+    runs on the GPU too), a GPU array (NumPy refuses it with a bare TypeError). Those raise ArrayKindError
+    naming ``name``; ``fill`` replaces the advice on masked entries. Every public function taking arrays
+    calls this first."""
+    if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
+        raise ArrayKindError(f"{name} is a masked array with masked entries, which NumPy reads through the "
+                             f"mask: " + (fill or f"give every entry a value (e.g. {name}.filled(0)) or drop "
+                                                  f"the masked ones ({name}.compressed())"))
+    if hasattr(values, "toarray") and hasattr(values, "nnz"):
+        raise ArrayKindError(f"{name} is a SciPy sparse {type(values).__name__}; pass a dense array: e.g. "
+                             f"{name}.toarray().ravel()")
+    if not gpu and on_gpu(values):
+        cupy = type(values).__module__.startswith("cupy")
+        raise ArrayKindError(f"{name} is a {'CuPy array' if cupy else type(values).__name__} in GPU memory, and "
+                             f"this function works on host (NumPy) arrays: copy it to the host first with "
+                             f"{name}.get()" + ("" if cupy else f" (CuPy; PyTorch: {name}.cpu().numpy())"))
+    return values
 
 
 def offsets_dtype(num_edges: int) -> type:
@@ -176,6 +226,10 @@ class Graph:
     original_ids: np.ndarray | None = None
     name: str = "graph"
 
+    def __post_init__(self):
+        for key in ("out_offsets", "out_targets", "in_offsets", "in_sources", "out_degree", "original_ids"):
+            host_array(getattr(self, key), key)          # a Graph lives in host memory, nothing masked
+
     @property
     def num_edges(self) -> int:
         return int(self.out_targets.size)
@@ -218,7 +272,7 @@ class Graph:
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
     """np.unique by sorting: on integer keys much faster than the hash-based path of NumPy 2.4."""
-    values = np.sort(values)
+    values = np.sort(host_array(values, "values"))
     if values.size:
         values = values[np.concatenate([[True], values[1:] != values[:-1]])]
     return values
@@ -257,9 +311,8 @@ def relabel(sources, targets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _as_id_array(values, what: str) -> np.ndarray:
     """A 1-D signed integer array of ids (int64 unless given narrower, never copied then), refusing what
     would be wrapped or truncated: floats, bools, ids beyond int64 (a uint64 2**63 is reported as itself)."""
-    if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
-        raise GraphFormatError(f"{what} is a masked array with masked entries: a masked id is no vertex id; "
-                               f"drop those edges first (e.g. with numpy.ma.compressed on both ends)")
+    host_array(values, what, fill="a masked id is no vertex id; drop those edges first (e.g. with "
+                                   "numpy.ma.compressed on both ends)")
     try:
         array = np.asarray(values)
     except (OverflowError, ValueError, TypeError):
@@ -409,6 +462,7 @@ def check_csr(num_vertices: int, out_offsets, out_targets, in_offsets, in_source
     if original_ids is not None:
         arrays["original_ids"] = original_ids
     for key, array in arrays.items():
+        host_array(array, key)
         if not isinstance(array, np.ndarray) or array.ndim != 1:
             raise GraphFormatError(f"{key} must be a 1-D NumPy array, got {type(array).__name__} "
                                    f"of shape {getattr(array, 'shape', None)}")

@@ -27,7 +27,7 @@ import numpy as np
 
 from .graph import (INT64_LIMIT, PARSE_BYTES_PER_LINE, ArgumentError, Graph, GraphFormatError,
                     GraphFormatWarning, as_path, check_csr, check_flag, check_host_memory, check_integer,
-                    from_edges, offsets_dtype, relabel)
+                    from_edges, host_array, offsets_dtype, relabel)
 
 UTF8_BOM = b"\xef\xbb\xbf"
 ARRAYS = ("out_offsets", "out_targets", "in_offsets", "in_sources", "out_degree", "original_ids")   # in .npz
@@ -380,6 +380,8 @@ def read_header(path) -> EdgeListHeader:
 
 
 def _check_pairs(pairs) -> np.ndarray:
+    host_array(pairs, "pairs", fill="a masked id is no vertex id; drop those rows first (e.g. "
+                                    "pairs[~pairs.mask.any(axis=1)].data)")
     if not isinstance(pairs, np.ndarray) or pairs.ndim != 2 or pairs.shape[1] != 2:
         raise ArgumentError(f"pairs must be a (k, 2) array of ids as read_edge_pairs returns, "
                             f"got {type(pairs).__name__} of shape {getattr(pairs, 'shape', None)}")
@@ -505,7 +507,7 @@ def arrays_sha256(arrays: dict) -> str:
     """A content hash of a graph's arrays: names, dtypes, lengths and bytes, in the order of ARRAYS."""
     digest = hashlib.sha256()
     for key in (k for k in ARRAYS if k in arrays):
-        array = np.ascontiguousarray(arrays[key])
+        array = np.ascontiguousarray(host_array(arrays[key], key))
         digest.update(f"{key}:{array.dtype.str}:{array.size};".encode())
         digest.update(array)
     return digest.hexdigest()

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .graph import host_array
+
 WARP = 32
 
 
 def busiest_lane(in_degree, lanes_per_vertex: int = 1) -> np.ndarray:
     """In-links walked by the busiest lane of each warp when each vertex gets ``lanes_per_vertex`` lanes (1: a
     thread per vertex; 32: a warp per vertex): a warp is done only when its busiest lane is."""
+    host_array(in_degree, "in_degree", gpu=True)                 # CuPy's is copied to the host
     degree = np.asarray(getattr(in_degree, "get", lambda: in_degree)(), dtype=np.int64)
     per_lane = -(-degree // lanes_per_vertex)                   # a vertex's in-links over its lanes
     vertices = WARP // lanes_per_vertex

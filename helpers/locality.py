@@ -16,12 +16,14 @@ import time
 import numpy as np
 
 from .gpu import require_gpu
+from .graph import check_seed
 
 ORDERS = ("given", "random", "out-degree", "degree groups", "in-degree", "rcm")
 
 
 def permutation(dg, how: str, seed: int = 0):
     """The new order as a CuPy array: ``perm[i]`` is the old id of the vertex that becomes vertex i."""
+    seed = check_seed(seed)
     cp = require_gpu()
     n = dg.num_vertices
     ids = cp.arange(n, dtype=cp.int64)
@@ -70,6 +72,7 @@ def renumber(dg, perm, name: str | None = None):
 
 def reorder(dg, how: str, seed: int = 0):
     """(the renumbered DeviceGraph, seconds it took to compute the order and lay the graph out again)."""
+    seed = check_seed(seed)
     cp = require_gpu()
     cp.cuda.get_current_stream().synchronize()
     start = time.perf_counter()

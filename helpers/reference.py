@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .graph import ArgumentError, Graph, as_number, check_flag, check_integer
+from .graph import ArgumentError, Graph, as_number, check_flag, check_integer, host_array
 
 DAMPING = 0.85
 
@@ -78,16 +78,11 @@ def teleport_vector(num_vertices: int, personalization=None) -> np.ndarray:
     return p / p.sum()
 
 
-def _real_vector(values, name: str, what: str):
-    """``values`` unchanged unless it cannot stand for real numbers as meant: a SciPy sparse matrix (NumPy
-    reads it as one object), a masked array with masked entries (NumPy reads through the mask) or complex
-    numbers (NumPy drops the imaginary part) raise ArgumentError."""
-    if hasattr(values, "toarray") and hasattr(values, "nnz"):
-        raise ArgumentError(f"{name} is a SciPy sparse {type(values).__name__}; pass a dense vector, "
-                            f"{what}: e.g. {name}.toarray().ravel()")
-    if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
-        raise ArgumentError(f"{name} is a masked array with masked entries: give every entry a value "
-                            f"(e.g. {name}.filled(0))")
+def _real_vector(values, name: str, what: str, *, gpu: bool = False):
+    """``values`` unchanged unless it cannot stand for real numbers as meant: what ``host_array`` refuses (a
+    masked array with masked entries, a SciPy sparse matrix, a GPU array unless ``gpu``) and complex numbers
+    (NumPy drops the imaginary part) raise ArgumentError."""
+    host_array(values, name, gpu=gpu)
     if np.iscomplexobj(values):
         raise ArgumentError(f"{name} holds complex numbers; it must be real, {what}")
     return values
@@ -108,8 +103,8 @@ def _step_arguments(graph, ranks, damping, teleport):
                             f"dangling and in_matrix), got {type(graph).__name__}")
     damping = check_damping(damping)
     xp = sys.modules["cupy"] if type(ranks).__module__.startswith("cupy") else np
-    ranks = _real_vector(ranks, "ranks", "one per vertex")
-    teleport = _real_vector(teleport, "teleport", "one per vertex")
+    ranks = _real_vector(ranks, "ranks", "one per vertex", gpu=True)
+    teleport = _real_vector(teleport, "teleport", "one per vertex", gpu=True)
     try:
         ranks, teleport = xp.asarray(ranks, dtype=xp.float64), xp.asarray(teleport, dtype=xp.float64)
     except (TypeError, ValueError) as error:
@@ -192,6 +187,7 @@ def verify_fixed_point(graph: Graph, ranks, damping: float = DAMPING, tol: float
     """
     graph = check_graph(graph)
     damping, tol, sum_tol = check_damping(damping), check_tol(tol), check_tol(sum_tol, "sum_tol")
+    ranks = _real_vector(ranks, "ranks", "one per vertex")
     try:
         ranks = np.asarray(ranks, dtype=np.float64)
     except (TypeError, ValueError) as error:
@@ -221,6 +217,7 @@ def verify_fixed_point(graph: Graph, ranks, damping: float = DAMPING, tol: float
 
 def _pair(a, b) -> tuple[np.ndarray, np.ndarray]:
     """Two rank vectors as float64 arrays of the same 1-D shape (no silent broadcasting of a length-1 one)."""
+    a, b = _real_vector(a, "a", "one rank per vertex"), _real_vector(b, "b", "one rank per vertex")
     try:
         a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     except (TypeError, ValueError) as error:

@@ -15,6 +15,7 @@ import numpy as np
 from . import results, verdicts
 from .floors import BYTES_MODEL, bytes_per_iteration
 from .gpu import Timing
+from .graph import check_seed, host_array
 from .instruments import WARP
 
 WHOLE = "whole graph"                 # the graph as loaded
@@ -36,6 +37,7 @@ SIX_VERSIONS_SHARE = 0.85             # "Efficiency: 85%"
 
 def growth_exponent(sizes, times) -> float:
     """k in time ~ size^k: the slope of the least-squares line through (log size, log time)."""
+    sizes, times = host_array(sizes, "sizes"), host_array(times, "times")
     return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(times, float)), 1)[0])
 
 
@@ -138,6 +140,7 @@ def six_versions_at_their_sizes(six_versions, sizes=(1_000, 10_000, 50_000), *, 
     from . import baselines, driver, generators
     from .gpu import device_facts, require_gpu, time_paired
 
+    seed = check_seed(seed, rng=False)
     cp = require_gpu()
     peak = device_facts().peak_bandwidth_gbs
     rows = []
@@ -383,6 +386,7 @@ def child_grid_sentences(timings: dict, child_grids: dict, no_child: dict) -> li
 # --- the busiest lane of each warp, for the hybrid and the degree bins -----------------------------------
 
 def _host(values) -> np.ndarray:
+    host_array(values, "in_degree", gpu=True)                     # CuPy's is copied to the host
     return np.asarray(getattr(values, "get", lambda: values)(), dtype=np.int64)
 
 

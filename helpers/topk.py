@@ -6,7 +6,7 @@ import numpy as np
 
 from . import kernels
 from .gpu import require_gpu
-from .graph import ArgumentError, check_integer
+from .graph import ArgumentError, check_integer, host_array
 
 MERGE_K_MAX = 16       # top_k_merge keeps lists of at most this many entries
 MERGE_THREADS = 128
@@ -15,6 +15,7 @@ MERGE_KERNELS = ("top_k_merge", "top_k_merge_branchy")    # same arguments; the 
 
 def _check(ranks, k):
     """k an integer in 1..n (bools and floats refused) and ranks a 1-D vector; raises ArgumentError."""
+    host_array(ranks, "ranks", gpu=True)
     if getattr(ranks, "ndim", None) != 1:
         raise ArgumentError(f"ranks must be a 1-D vector, got shape {getattr(ranks, 'shape', None)}")
     k = check_integer(k, "k")

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .graph import host_array
+
 MARGIN = 0.03
 
 
@@ -85,7 +87,7 @@ def _rounded(times: float) -> str:
 
 
 def _logs(timing) -> np.ndarray:
-    samples = np.asarray(getattr(timing, "samples_ms", timing), dtype=np.float64)
+    samples = np.asarray(host_array(getattr(timing, "samples_ms", timing), "samples"), dtype=np.float64)
     if samples.size < 2 or (samples <= 0).any():
         raise ValueError("a comparison needs at least two positive samples of each timing")
     return np.log(samples)

@@ -4,7 +4,9 @@ import numpy as np
 import pytest
 
 from helpers import baselines, bench, generators
+from helpers.graph import ArrayKindError
 from helpers.reference import DAMPING, max_abs_diff, pagerank_step, teleport_vector
+from fake_arrays import GpuArray, masked
 
 
 def test_cpu_baselines_compute_the_reference_step():
@@ -14,6 +16,15 @@ def test_cpu_baselines_compute_the_reference_step():
     expected = pagerank_step(graph, ranks, DAMPING, teleport_vector(500))
     assert max_abs_diff(baselines.numpy_step(graph, ranks), expected) < 1e-15
     assert max_abs_diff(baselines.python_step(graph, ranks), expected) < 1e-15
+
+
+@pytest.mark.parametrize("step", [baselines.numpy_step, baselines.python_step])
+def test_cpu_baselines_refuse_masked_and_gpu_ranks(step):
+    graph = generators.cycle(3)
+    with pytest.raises(ArrayKindError, match="ranks is a masked array with masked entries"):
+        step(graph, masked((0.2, 0.5, 0.3)))
+    with pytest.raises(ArrayKindError, match=r"ranks is a CuPy array .*ranks\.get\(\)"):
+        step(graph, GpuArray())
 
 
 def test_the_multicore_baseline_computes_the_reference_step_or_says_why_not():

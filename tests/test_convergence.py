@@ -13,6 +13,8 @@ matplotlib.use("Agg")
 from helpers import convergence, floors, gpu, verdicts   # noqa: E402
 from helpers.driver.iteration import Captured           # noqa: E402
 from helpers.gpu import Timing                          # noqa: E402
+from helpers.graph import ArgumentError, ArrayKindError # noqa: E402
+from fake_arrays import GpuArray, masked                # noqa: E402
 
 
 def paired(*samples):
@@ -48,6 +50,27 @@ def test_ulp_sum_adds_one_float32_ulp_per_rank():
     ranks = np.full(4, 0.25)
     assert convergence.ulp_sum(ranks) == pytest.approx(4 * float(np.spacing(np.float32(0.25))))
     assert convergence.short(1e-6) == "1e-6" and convergence.short(1e-9) == "1e-9"
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda x: convergence.shrink_factor(x), "values"),
+    (lambda x: convergence.first_below(x, 1.5), "values"),
+    (lambda x: convergence.ulp_sum(x), "ranks"),
+    (lambda x: convergence.draw_dropped_lanes(x), "in_degree"),
+])
+@pytest.mark.parametrize("kind", ["masked", "gpu"])
+def test_series_and_ranks_refuse_masked_and_gpu_arrays(call, name, kind):
+    """A masked entry was read through its mask (ulp_sum counted the hidden 9.0), a CuPy array met NumPy's
+    bare TypeError."""
+    x, message = (masked(), "is a masked array with masked entries") if kind == "masked" else \
+        (GpuArray(), r"is a CuPy array in GPU memory.*\.get\(\)")
+    with pytest.raises(ArrayKindError, match=f"{name} {message}"):
+        call(x)
+
+
+def test_sectors_per_edge_refuses_masked_ids_but_runs_on_gpu_arrays_too():
+    with pytest.raises(ArrayKindError, match="in_sources is a masked array"):
+        floors.sectors_per_edge(masked(tuple(range(64)), hidden=3))
 
 
 def test_per_event_divides_paired_differences_and_refuses_unpaired_ones():
@@ -201,4 +224,7 @@ def test_the_drawings_draw_what_they_say():
     assert len(crossed) == 3 + 40 - 3      # all but lane 0's: the first of the 3; positions 0, 32 of the 40
     ax = convergence.draw_segments(num_vertices=24, num_edges=50, segment=8)
     assert [t.get_text() for t in ax.texts] == ["pass 0", "pass 1", "pass 2"]
+    for seed, message in ((-1, "at least 0"), (0.5, "an integer"), (2**63, "at most")):
+        with pytest.raises(ArgumentError, match=f"seed must be {message}"):
+            convergence.draw_segments(seed=seed)
     assert math.isclose(ax.get_xlim()[1], 23.5)

@@ -129,6 +129,18 @@ def test_the_test_scale_takes_a_smaller_standin_and_downloads_only_when_asked(se
             datasets.load_or_standin(SMALL, fraction=bad)
 
 
+
+def test_a_standins_seed_is_checked_and_the_largest_one_works():
+    """A seed names the stand-in's cache folder and is the generator's: a float, a negative or an int64 that
+    would wrap is refused before anything is generated or cached."""
+    for seed, message in ((-3, "at least 0"), (2.0, "an integer"), (np.int64(2**63 - 1), "at most"),
+                          (None, "an integer"), (np.random.default_rng(1), "an integer")):
+        with pytest.raises(datasets.ArgumentError, match=f"seed must be {message}"):
+            datasets.standin(SMALL, seed, fraction=1 / 4)
+    from helpers.graph import MAX_SEED
+    assert datasets.standin(SMALL, MAX_SEED, fraction=1 / 4, verbose=False).num_vertices == 750
+
+
 def test_a_damaged_file_does_not_fall_back_silently(server):
     server.serve(SMALL.filename, server.body[:100])
     with pytest.raises(datasets.IntegrityError):

@@ -5,7 +5,9 @@ import matplotlib
 matplotlib.use("Agg")
 import pytest
 
-from helpers import figures
+from helpers import figures, instruments
+from helpers.graph import ArrayKindError
+from fake_arrays import GpuArray, masked
 
 
 def test_each_pattern_names_the_thread_that_reads_each_in_link():
@@ -24,3 +26,12 @@ def test_the_first_pattern_is_drawn_on_top():
     assert first > second                                # display y grows upward
     assert [label.get_text() for label in ax.get_yticklabels()] == ["thread", "edge"]
     matplotlib.pyplot.close(ax.figure)
+
+
+def test_in_degrees_refuse_masked_arrays_and_gpu_ones_where_the_picture_is_drawn_on_the_host():
+    for call in (figures.reader_of_each_in_link, figures.who_reads, instruments.busiest_lane):
+        with pytest.raises(ArrayKindError, match="in_degree is a masked array with masked entries"):
+            call(masked((2, 0, 3)))
+    for call in (figures.reader_of_each_in_link, figures.who_reads):
+        with pytest.raises(ArrayKindError, match=r"in_degree is a CuPy array .*in_degree\.get\(\)"):
+            call(GpuArray())

@@ -80,7 +80,7 @@ def test_sectors_per_edge_counts_distinct_sectors_per_warp():
     assert sectors_per_edge(np.arange(64, dtype=np.int32)) == 4 / 32              # 8 floats per sector
 
 
-from helpers.graph import ArgumentError, GraphTooLargeError  # noqa: E402
+from helpers.graph import MAX_SEED, SEED_OFFSET, ArgumentError, GraphTooLargeError  # noqa: E402
 
 
 @pytest.mark.parametrize("call, message", [
@@ -150,6 +150,40 @@ def test_seeds_may_be_generators_or_none_everywhere():
                  lambda s: generators.rmat_graph(300, 1_200, seed=s)):
         a, b = make(np.random.default_rng(8)), make(np.random.default_rng(8))
         assert np.array_equal(a.in_sources, b.in_sources) and make(None).num_vertices == 300
+
+
+BAD_SEEDS = [(-1, "seed must be at least 0, got -1"), (1.5, r"seed must be an integer, got 1\.5"),
+             (np.float64(2.0), "seed must be an integer, got np.float64"), (True, "seed must be an integer"),
+             ("3", "seed must be an integer, got '3'"), (MAX_SEED + 1, f"seed must be at most {MAX_SEED}"),
+             (np.int64(2**63 - 1), f"seed must be at most {MAX_SEED} .*got {2**63 - 1}"),   # wrapped when offset
+             (2**64, f"seed must be at most {MAX_SEED}")]
+
+
+@pytest.mark.parametrize("seed, message", BAD_SEEDS)
+@pytest.mark.parametrize("make", [
+    lambda s: generators.random_graph(50, seed=s), lambda s: generators.adversarial_graph(50, s),
+    lambda s: generators.rmat_graph(50, 200, seed=s), lambda s: generators.web_graph(50, 200, seed=s),
+    lambda s: generators.rmat_device(50, 200, seed=s), lambda s: generators.web_like_device(2, seed=s),
+])
+def test_bad_seeds_are_refused_before_any_arithmetic_naming_the_seed(make, seed, message):
+    """adversarial_graph(seed=np.int64(2**63 - 1)) added 1_000_003 in int64, wrapped around and met NumPy's
+    'expected non-negative integer'; the GPU generators are checked before they look for a GPU."""
+    with pytest.raises(ArgumentError, match=message):
+        make(seed)
+
+
+def test_the_largest_seed_works_and_seeds_keep_their_graphs():
+    assert MAX_SEED + SEED_OFFSET == 2**63 - 1             # the hub's stream seed still fits int64
+    for seed in (MAX_SEED, np.int64(MAX_SEED), np.uint64(MAX_SEED)):
+        g = generators.adversarial_graph(200, seed, hub_in_links=50)
+        assert g.num_vertices == 200 and int(g.in_degree.max()) >= 50
+    assert generators.random_graph(200, seed=MAX_SEED).num_vertices == 200
+    assert generators.rmat_graph(200, 800, seed=MAX_SEED).num_edges == 800
+    # a NumPy integer seed gives the same graph as the Python int, and the hub of seed 7 is where it was
+    a, b = generators.adversarial_graph(300, np.int64(7)), generators.adversarial_graph(300, 7)
+    assert np.array_equal(a.in_sources, b.in_sources) and a.name == b.name
+    hub = int(np.random.default_rng(7 + 1_000_003).integers(0, 300))
+    assert int(np.argmax(a.in_degree)) == hub
 
 
 def test_the_hub_control_keeps_the_original_ids():

@@ -12,11 +12,13 @@ import pytest
 import scipy.sparse as sp
 
 from helpers import graph, graphfiles
-from helpers.graphfiles import (MAX_LINE_BYTES, NotRegularFileError, open_regular, read_edge_list,
-                                read_edge_pairs, read_header, write_edge_list)
+from helpers.graphfiles import (MAX_LINE_BYTES, NotRegularFileError, arrays_sha256, graph_from_pairs,
+                                looks_undirected, open_regular, read_edge_list, read_edge_pairs, read_header,
+                                write_edge_list)
 from helpers.graph import (ArgumentError, GraphFormatError, GraphFormatWarning, GraphTooLargeError,
                            INT32_EDGE_LIMIT, build_bytes, check_csr, from_edges, offsets_dtype, relabel)
 from helpers.generators import adversarial_graph, random_graph
+from fake_arrays import GpuArray, masked
 from snapserver import bounded
 
 
@@ -675,6 +677,51 @@ def test_masked_ids_are_refused_not_read_through_the_mask():
     with pytest.raises(GraphFormatError, match="sources is a masked array with masked entries"):
         from_edges(sources, [1, 2, 0])
     assert from_edges(np.ma.array([0, 1]), [1, 0]).num_edges == 2      # a mask with nothing masked is fine
+
+
+def _graph_arrays(g, **changed):
+    return {key: getattr(g, key) for key in ("out_offsets", "out_targets", "in_offsets", "in_sources",
+                                              "out_degree")} | changed
+
+
+@pytest.mark.parametrize("build, name", [
+    (lambda x: from_edges(x, [1, 2, 0]), "sources"),
+    (lambda x: from_edges([1, 2, 0], x), "targets"),
+    (lambda x: from_edges([0, 1, 2], [1, 2, 0], original_ids=x), "original_ids"),
+    (lambda x: relabel([5, 6, 7], x), "targets"),
+    (lambda x: graph.sorted_unique(x), "values"),
+    (lambda x: graph.Graph(3, **_graph_arrays(from_edges([0, 1, 2], [1, 2, 0]), out_degree=x)), "out_degree"),
+    (lambda x: check_csr(3, **_graph_arrays(from_edges([0, 1, 2], [1, 2, 0]), out_targets=x)), "out_targets"),
+    (lambda x: graph_from_pairs(x), "pairs"),
+    (lambda x: looks_undirected(x), "pairs"),
+    (lambda x: arrays_sha256({"in_sources": x}), "in_sources"),
+])
+@pytest.mark.parametrize("kind", ["masked", "gpu"])
+def test_graph_builders_refuse_masked_and_gpu_arrays_with_one_error(build, name, kind):
+    """Masked entries were read through the mask (pairs, Graph, check_csr) and a CuPy array met NumPy's bare
+    TypeError ('Implicit conversion to a NumPy array is not allowed'): one check, one error, for every one."""
+    if kind == "masked":
+        x = masked((1, 2, 0)).astype(np.int32) if name != "pairs" else \
+            np.ma.masked_array([[0, 1], [1, 2], [2, 0]], mask=[[0, 0], [0, 1], [0, 0]])
+        message = f"{name} is a masked array with masked entries"
+    else:
+        x, message = GpuArray(), rf"{name} is a CuPy array in GPU memory.*{name}\.get\(\)"
+    with pytest.raises(graph.ArrayKindError, match=message) as raised:
+        build(x)
+    assert isinstance(raised.value, ArgumentError) and isinstance(raised.value, GraphFormatError)
+    assert isinstance(raised.value, TypeError) and isinstance(raised.value, ValueError)
+
+
+def test_a_gpu_array_is_recognised_without_cupy_and_host_arrays_pass_unchanged():
+    assert graph.on_gpu(GpuArray()) and not graph.on_gpu(np.zeros(3)) and not graph.on_gpu([1, 2])
+    unmasked = np.ma.masked_array([1, 2], mask=False)
+    assert graph.host_array(unmasked, "x") is unmasked                 # nothing masked: used as given
+    gpu = GpuArray()
+    assert graph.host_array(gpu, "x", gpu=True) is gpu                 # a function that runs on the GPU too
+    with pytest.raises(graph.ArrayKindError, match="x is a CuPy array"):
+        graph.host_array(gpu, "x")
+    with pytest.raises(graph.ArrayKindError, match="x is a masked array"):
+        graph.host_array(masked(), "x", gpu=True)
 
 
 def test_seconds_are_checked_as_numbers_of_seconds():

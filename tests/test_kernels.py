@@ -1,16 +1,19 @@
 """Kernels: one source each (inline in its lecture = helpers/kernels/*.cu), every one compiles for a T4
 (compute_75) without a GPU, and on a GPU every variant matches the float64 reference on adversarial graphs."""
+import importlib
 import json
 import re
 
 import numpy as np
 import pytest
 
-from helpers import course, generators, kernels
+from helpers import course, generators, kernels, locality
 from helpers.driver import VARIANTS     # imports no CuPy
 from helpers.kernels.catalog import CATALOG
-from helpers.graph import from_edges
+from helpers.graph import ArgumentError, from_edges
 from helpers.reference import pagerank
+
+checking = importlib.import_module("helpers.driver.verify")     # helpers.driver.verify is also a function
 
 INLINE = re.compile(r'r(?:\'\'\'|""")\n?(//.*?)(?:\'\'\'|""")', re.DOTALL)
 PART = "// --- part"
@@ -134,6 +137,20 @@ def test_kernel_is_right(file):
     if file in OWN_CHECKS:
         OWN_CHECKS[file]()
     assert entry.variants or file in OWN_CHECKS, f"{file} has no check"
+
+
+@pytest.mark.parametrize("seed, message", [(-1, "at least 0"), (2.5, "an integer"), (np.float32(3), "an integer"),
+                                           ("3", "an integer"), (2**63 - 1, "at most")])
+@pytest.mark.parametrize("call", [
+    lambda s: checking.verify("pull_warp", seed=s, quiet=True), lambda s: checking.verification_graphs(s),
+    lambda s: checking.spmv_error(None, "pull_warp", seed=s), lambda s: checking.step_error(None, "pull_warp", seed=s),
+    lambda s: locality.permutation(None, "random", seed=s), lambda s: locality.reorder(None, "random", seed=s),
+])
+def test_verification_and_reordering_seeds_are_checked_before_any_gpu_work(call, seed, message):
+    """verify's int(seed) truncated 2.5 to 2 and read '3' as 3; the others handed any seed to NumPy or CuPy
+    after the GPU check."""
+    with pytest.raises(ArgumentError, match=f"seed must be {message}"):
+        call(seed)
 
 
 @pytest.mark.gpu

@@ -160,6 +160,9 @@ def test_partition_refuses_bad_input():
     for offsets in ([1, 2, 3], [0, 3, 2], [0], [[0, 1]]):
         with pytest.raises(GraphFormatError, match="non-decreasing"):
             mg.partition_by_edges(offsets, 2)
+    masked = np.ma.masked_array([0, 2, 5], mask=[False, True, False])          # was cut as if [0, 2, 5]
+    with pytest.raises(GraphFormatError, match="in_offsets is a masked array with masked entries"):
+        mg.partition_by_edges(masked, 2)
 
 
 # --- the arithmetic ----------------------------------------------------------------------------------
@@ -234,6 +237,9 @@ def test_host_graph_takes_any_object_with_the_arrays_and_refuses_inconsistent_on
     with pytest.raises(GraphFormatError, match="out_degree"):
         mg.host_graph(_Arrays(num_vertices=2, in_offsets=np.array([0, 1, 2]), in_sources=np.array([0, 1]),
                               out_degree=np.array([1, 0])))
+    with pytest.raises(GraphFormatError, match="in_sources is a masked array with masked entries"):
+        mg.host_graph(_Arrays(num_vertices=2, in_offsets=np.array([0, 1, 2]),
+                              in_sources=np.ma.masked_array([1, 0], mask=[True, False]), out_degree=np.array([1, 1])))
 
 
 def test_float64_residual_is_the_reference_fixed_point_residual():

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 
 from helpers import generators
-from helpers.graph import ArgumentError
+from helpers.graph import ArgumentError, ArrayKindError
 from helpers.reference import (ConvergenceWarning, l1_distance, max_abs_diff, pagerank, pagerank_step,
-                               rank_correlation, top_k, top_k_overlap, verify_fixed_point)
+                               rank_correlation, teleport_vector, top_k, top_k_overlap, verify_fixed_point)
+from fake_arrays import GpuArray, masked
 
 TOL = 1e-12
 
@@ -210,6 +211,38 @@ def test_personalisation_that_numpy_would_misread_is_refused():
     unmasked = np.ma.masked_array([1.0, 0, 0, 0, 0], mask=False)          # nothing masked: used as given
     given = pagerank(g, personalization=[1, 0, 0, 0, 0]).ranks
     assert np.allclose(pagerank(g, personalization=unmasked).ranks, given)
+
+
+RANKS = np.array([0.5, 0.0, 0.5])
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda x: l1_distance(x, RANKS), "a"),
+    (lambda x: max_abs_diff(RANKS, x), "b"),
+    (lambda x: rank_correlation(x, RANKS), "a"),
+    (lambda x: top_k(x, 2), "ranks"),
+    (lambda x: top_k_overlap(RANKS, x, 2), "b"),
+    (lambda x: verify_fixed_point(generators.cycle(3), x), "ranks"),
+    (lambda x: pagerank(generators.cycle(3), personalization=x), "personalization"),
+    (lambda x: teleport_vector(3, x), "personalization"),
+])
+@pytest.mark.parametrize("kind", ["masked", "gpu"])
+def test_rank_functions_refuse_masked_and_gpu_arrays_alike(call, name, kind):
+    """l1_distance read a masked entry through its mask (9.0 for a hidden 9) while top_k refused it, and a
+    CuPy array met NumPy's bare TypeError: one check and one error, that says to call .get() first."""
+    if kind == "masked":
+        x, message = masked((0.5, 9.0, 0.5)), f"{name} is a masked array with masked entries"
+    else:
+        x, message = GpuArray(), rf"{name} is a CuPy array in GPU memory.*{name}\.get\(\)"
+    with pytest.raises(ArrayKindError, match=message):
+        call(x)
+
+
+def test_the_gpu_top_k_refuses_a_masked_vector_and_lets_a_gpu_one_through():
+    from helpers import topk
+    with pytest.raises(ArrayKindError, match="ranks is a masked array"):
+        topk._check(np.ma.masked_array(np.ones(4, np.float32), mask=[1, 0, 0, 0]), 2)
+    topk._check(GpuArray(), 2)                       # runs on the GPU: a CuPy vector is what it takes
 
 
 def test_a_tolerance_beyond_a_floats_range_is_an_argument_error():

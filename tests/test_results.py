@@ -5,6 +5,8 @@ import pytest
 
 from helpers import results, verdicts
 from helpers.gpu import Timing
+from helpers.graph import ArrayKindError
+from fake_arrays import GpuArray, masked
 
 
 def test_a_table_shows_timings_with_no_digit_finer_than_their_spread():
@@ -142,3 +144,12 @@ def test_a_control_line_gives_the_share_removed_only_where_the_rule_settled_the_
     unsettled = scaling.control_line("the hub", before, v(1.03, "not settled"))
     assert "not settled" in unsettled and "%" not in unsettled
     assert scaling.control_line("x", v(0.9, "faster"), before) == "x: no slowdown to explain (faster)"
+
+
+@pytest.mark.parametrize("call", [lambda x: Timing.of(x), lambda x: verdicts.compare(x, [1.0, 2.0, 3.0])])
+def test_samples_refuse_masked_and_gpu_arrays(call):
+    """A masked sample was timed as if measured; a CuPy array of samples met NumPy's bare TypeError."""
+    with pytest.raises(ArrayKindError, match="samples is a masked array with masked entries"):
+        call(masked())
+    with pytest.raises(ArrayKindError, match=r"samples is a CuPy array .*samples\.get\(\)"):
+        call(GpuArray())

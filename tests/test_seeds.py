@@ -7,6 +7,8 @@ import pytest
 
 from helpers import seeds
 from helpers.gpu import Timing
+from helpers.graph import ArrayKindError
+from fake_arrays import GpuArray, masked
 
 matplotlib.use("Agg")
 
@@ -156,3 +158,20 @@ def test_the_measured_six_versions_lines_carry_one_number_each():
                                       Timing.of([0.0104, 0.0105])])
     first = seeds.six_versions_measured_reading(flat)[0]
     assert "barely grows with N" in first and "(as N^0.01)" in first and "launch" not in first
+
+
+def test_sizes_times_and_in_degrees_refuse_masked_arrays_and_host_ones_gpu_arrays():
+    with pytest.raises(ArrayKindError, match="times is a masked array with masked entries"):
+        seeds.growth_exponent([1, 2, 3], masked())
+    with pytest.raises(ArrayKindError, match=r"sizes is a CuPy array .*sizes\.get\(\)"):
+        seeds.growth_exponent(GpuArray(), [1, 2, 3])
+    for busiest in (seeds.busiest_lane_hybrid, seeds.busiest_lane_binned):
+        with pytest.raises(ArrayKindError, match="in_degree is a masked array"):
+            busiest(masked((40, 3, 2000)))
+
+
+@pytest.mark.parametrize("seed", [-1, 2.5, np.float64(42), True, 2**63])
+def test_the_six_versions_seed_is_checked_before_any_gpu_work(seed):
+    from helpers.graph import ArgumentError
+    with pytest.raises(ArgumentError, match="seed must be"):
+        seeds.six_versions_at_their_sizes("six_versions", seed=seed)

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import generators
 from ..gpu import require_gpu
-from ..graph import Graph
+from ..graph import Graph, check_seed
 from ..reference import DAMPING, l1_distance, pagerank, pagerank_step, teleport_vector, verify_fixed_point
 from .device import DeviceGraph
 from .iteration import NotConvergedWarning, make_iteration, pagerank_gpu
@@ -38,6 +38,7 @@ def _finite(values: np.ndarray, what: str):
 def spmv_error(dg: DeviceGraph, name, seed: int = 0) -> float:
     """Largest relative error of one launch of a variant's sum over in-links against float64, from a random
     vector, with the output poisoned (NaN) first so that any element the kernel fails to write shows up."""
+    seed = check_seed(seed)
     cp = require_gpu()
     v, graph = variant(name), _host_graph(dg)
     x = np.random.default_rng(seed).random(graph.num_vertices).astype(np.float32)
@@ -53,6 +54,7 @@ def spmv_error(dg: DeviceGraph, name, seed: int = 0) -> float:
 def step_error(dg: DeviceGraph, name, seed: int = 0, **settings) -> float:
     """Largest relative error of ONE whole iteration of a variant against the float64 step, from random ranks,
     with every output the iteration writes poisoned (NaN) first; ``settings`` go to its iteration class."""
+    seed = check_seed(seed)
     cp = require_gpu()
     graph = _host_graph(dg)
     n = graph.num_vertices
@@ -70,7 +72,7 @@ def verification_graphs(seed: int) -> list[Graph]:
     """Fresh graphs with everything that breaks kernels: one vertex, only dangling vertices, self-loops, a long
     in-link list, random graphs whose sizes are not multiples of the block size with dangling and isolated
     vertices and merged duplicates, a hub with at least 12,000 in-links, and a power-law graph."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(check_seed(seed))
     draw = lambda: int(rng.integers(2**31))                      # noqa: E731
     return [generators.single_vertex(), generators.all_dangling(3), generators.self_loop(), generators.in_star(300),
             generators.random_graph(1_000 + 2 * int(rng.integers(1, 100)) + 1, seed=draw()),
@@ -124,7 +126,7 @@ def verify(name_or_variant, *, seed: int | None = None, graphs=None, quiet: bool
     Returns the table of cases; raises VerificationError, naming the failing cases, if any is wrong."""
     import pandas as pd
 
-    seed = int(np.random.SeedSequence().entropy % 2**31) if seed is None else int(seed)
+    seed = int(np.random.SeedSequence().entropy % 2**31) if seed is None else check_seed(seed, rng=False)
     v = variant(name_or_variant)
     table = pd.DataFrame([_check(g, v, seed) for g in graphs or verification_graphs(seed)
                           if not v.max_vertices or g.num_vertices <= v.max_vertices])

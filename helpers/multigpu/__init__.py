@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import gpu
-from ..graph import GraphFormatError
+from ..graph import GraphFormatError, host_array
 from ..gpu import HEADROOM, INT32_MAX
 from ..graph import GraphTooLargeError
 from ..reference import DAMPING, check_damping, check_tol
@@ -112,8 +112,9 @@ class PartitionPlan:
         }).set_index("worker")
 
 
-def _host(array) -> np.ndarray:
-    """A NumPy array from a NumPy or CuPy array (CuPy's copy to the host is ``.get()``)."""
+def _host(array, name: str) -> np.ndarray:
+    """A NumPy array from a NumPy or CuPy array (CuPy's copy to the host is ``.get()``); nothing masked."""
+    host_array(array, name, gpu=True)
     return np.asarray(array.get() if hasattr(array, "get") and not isinstance(array, np.ndarray) else array)
 
 
@@ -126,7 +127,7 @@ def partition_by_edges(in_offsets, parts: int) -> PartitionPlan:
     on. Every row is in exactly one range, and no range holds more than E / parts + the largest row's
     in-links. With more parts than rows, part k < N gets row k alone and the parts beyond N are empty.
     """
-    offsets = _host(in_offsets).astype(np.int64, copy=False)
+    offsets = _host(in_offsets, "in_offsets").astype(np.int64, copy=False)
     parts = int(parts)
     if parts < 1:
         raise ValueError(f"parts must be at least 1, got {parts}")
@@ -250,7 +251,8 @@ def host_graph(graph) -> HostGraph:
                         f"{type(graph).__name__} has no {', '.join(missing)}")
     n = int(graph.num_vertices)
     name = str(getattr(graph, "name", "graph"))
-    offsets, sources, degree = _host(graph.in_offsets), _host(graph.in_sources), _host(graph.out_degree)
+    offsets, sources, degree = (_host(getattr(graph, key), key)
+                                for key in ("in_offsets", "in_sources", "out_degree"))
     if n < 1:
         raise GraphFormatError(f"{name}: a graph needs at least one vertex, got num_vertices={n}")
     if n > INT32_MAX:
