@@ -227,14 +227,19 @@ def _tell_if_passed_over() -> None:
 
 
 def _unwritable(folder: Path) -> str | None:
-    """None if files can be written in ``folder`` (created if need be), else why not."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-        return None
-    except OSError as error:
-        return error.strerror or type(error).__name__
+    """None if files can be written in ``folder`` (created if need be), else why not; a folder another
+    process deletes between its creation and the test write is created again (a few times)."""
+    for attempt in range(VANISHED_RETRIES):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+            return None
+        except FileNotFoundError as error:
+            if attempt + 1 == VANISHED_RETRIES:
+                return error.strerror or type(error).__name__
+        except OSError as error:
+            return error.strerror or type(error).__name__
 
 
 def _cache_folder(name: str) -> tuple[Path, list[str]]:

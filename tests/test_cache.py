@@ -534,3 +534,24 @@ def test_loads_while_the_cache_is_deleted_end_in_the_graph_or_the_courses_error(
     assert not wrong, wrong[:3]
     assert not any(isinstance(o, OSError) for o in outcomes)
     assert identical(load(), GRAPH)                                 # and, left alone, the cache works again
+
+
+def test_a_cache_folder_deleted_while_it_is_tried_is_made_again_not_passed_over(server, tmp_path, monkeypatch,
+                                                                                capsys):
+    """Was: deleted between its creation and the test write, the data folder was passed over for the user
+    cache ("cannot write to ... (No such file or directory)")."""
+    import shutil
+    import tempfile
+
+    made, deleted = tempfile.TemporaryFile, []
+
+    def deleted_first(*args, dir=None, **kwargs):
+        if not deleted:
+            deleted.append(dir)
+            shutil.rmtree(dir)
+        return made(*args, dir=dir, **kwargs)
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", deleted_first)
+    assert identical(load(), GRAPH) and deleted
+    assert "cannot write to" not in capsys.readouterr().out
+    assert datasets.cache_dir(SMALL) == tmp_path / "data" / "cache" / SMALL.name
