@@ -555,3 +555,21 @@ def test_a_cache_folder_deleted_while_it_is_tried_is_made_again_not_passed_over(
     assert identical(load(), GRAPH) and deleted
     assert "cannot write to" not in capsys.readouterr().out
     assert datasets.cache_dir(SMALL) == tmp_path / "data" / "cache" / SMALL.name
+
+
+def test_without_a_data_folder_or_a_usable_home_the_temp_folder_is_said_once(server, tmp_path, monkeypatch,
+                                                                            capsys):
+    from helpers import course
+
+    monkeypatch.setattr(course, "ROOT", tmp_path / "checkout")         # a checkout without data/
+    monkeypatch.delenv("PAGERANK_DATA_DIR")
+    monkeypatch.setenv("HOME", "")
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    fallback = course.temp_data_dir()
+    assert course.data_dir() == fallback and course.data_dir_label() == f"{fallback}/"
+    assert identical(load(), GRAPH) and identical(load(), GRAPH)
+    assert datasets.cache_dir(SMALL) == fallback / "cache" / SMALL.name
+    out = capsys.readouterr().out
+    said = f"no usable home folder ($HOME is empty); the cache is kept in {fallback}/ instead"
+    assert out.count(said) == 1 and "~" not in out
