@@ -4,36 +4,41 @@ A download (helpers.download: pooch, a per-read timeout, a deadline, a size limi
 staging folder and moves into the cache only once its gzip stream, its hash (where one is pinned), its
 vertex and edge counts and its structure (the connected-component sizes SNAP publishes) are right. The
 parsed graph is cached as .npz, written atomically, and used again only after its arrays pass the CSR
-checks and a content hash (helpers.graphfiles).
+checks and a content hash (helpers.graphfiles). A staging folder is named after the process that owns it,
+so that the next load removes one whose owner is gone (killed mid-download). No address is ever shown or
+kept with the user name and password it may carry (download.redact); every message is written so that any
+stream's encoding can take it (progress.say).
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from .course import DATA_DIR_VARIABLE, SettingError, data_dir, data_dir_setting, describe_path
-from .download import MAX_TIMEOUT, DownloadError, IntegrityError, fetch
+from .course import (DATA_DIR_VARIABLE, SettingError, data_dir, data_dir_setting, describe_path, expand_home,
+                     home_folder, temp_data_dir, user_cache_dir)
+from .download import MAX_TIMEOUT, DownloadError, IntegrityError, fetch, redact
 from .graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_flag, check_integer,
                     check_real, check_seconds, check_seed, statistics_of)
 from .graphfiles import (ARRAYS, graph_from_pairs, load_npz, open_regular, read_edge_pairs, read_header,
                          save_npz, write_atomically)
+from .progress import say, warn
 
 BASE_URL_VARIABLE = "PAGERANK_DATA_URL"
 STATISTICS_VARIABLE = "PAGERANK_DATA_STATISTICS"
 DEFAULT_BASE_URL = "https://snap.stanford.edu/data/"
 CACHE_FORMAT = 2
-USER_CACHE = ("~", ".cache", "pagerank-on-the-gpu")   # the cache where the data directory is read-only
 BYTES_PER_EDGE_GUESS = 16  # for the deadline until the server sends a size (SNAP's gzip: ~4 per edge)
 MAX_BYTES_PER_EDGE = 64    # a SNAP edge line is at most ~40 bytes: a larger body per edge is not the file
-STALE_STAGING = 24 * 3600  # seconds: a staging folder this old was left by an interrupted run
+STALE_STAGING = 24 * 3600  # seconds: a staging folder whose owner cannot be checked is left this long
+VANISHED_RETRIES = 3       # loads again this often where another process deletes the cache under it
 STANDIN_VERSION = 1        # raised whenever a generator changes what it makes for the same seed
 STANDIN_ARRAYS = ARRAYS[:-1]
 STATISTICS = {             # what SNAP's dataset pages publish, in SNAP's words
@@ -98,8 +103,9 @@ class Dataset:
 
     @property
     def url(self) -> str:
-        base = os.environ.get(BASE_URL_VARIABLE) or DEFAULT_BASE_URL
-        return base.rstrip("/") + "/" + self.filename
+        """Where the file is downloaded from, as it may be shown: without a user name and password."""
+        base = os.environ.get(BASE_URL_VARIABLE, "").strip() or DEFAULT_BASE_URL
+        return redact(base.rstrip("/") + "/" + self.filename)
 
 
 # The published numbers, copied from SNAP's dataset pages (see data/README.md for the copies they were
@@ -175,14 +181,15 @@ def base_url() -> str:
             if not parts.hostname:
                 problem = "it names no host"
         except ValueError as error:
-            problem = f"it is not a valid address ({error})"
+            problem = "it is not a valid address" + ("" if "@" in value else f" ({error})")   # no password
     if problem:
-        raise URLSettingError(f"${BASE_URL_VARIABLE}={raw!r} cannot be used: {problem}; {allowed}")
+        raise URLSettingError(f"${BASE_URL_VARIABLE}={redact(raw)!r} cannot be used: {problem}; {allowed}")
     return value
 
 
 def _candidate_roots() -> list[Path]:
-    """Cache roots in order of preference: the data directory's cache/, the user cache, the temp folder."""
+    """Cache roots in order of preference: the data directory's cache/, the user cache (~/.cache/...), the
+    fallback in the temp folder (course.temp_data_dir: where there is no usable home, the user cache too)."""
     roots = []
     try:
         roots.append(data_dir() / "cache")
@@ -193,48 +200,58 @@ def _candidate_roots() -> list[Path]:
             configured = None
         if configured is not None:
             roots.append(configured / "cache")
-    try:
-        roots.append(Path(*USER_CACHE).expanduser() / "cache")
-    except RuntimeError:                      # no home directory
-        pass
-    user = os.getuid() if hasattr(os, "getuid") else "user"
-    roots.append(Path(tempfile.gettempdir()) / f"pagerank-on-the-gpu-{user}" / "cache")
+    roots += [user_cache_dir() / "cache", temp_data_dir() / "cache"]
     return list(dict.fromkeys(roots))
 
 
-_TOLD: set[str] = set()      # $PAGERANK_DATA_DIR settings already reported as passed over, once each
+_TOLD: set[str] = set()      # what was already said about settings passed over, once per process
 
 
-def _tell_if_data_dir_passed_over() -> None:
-    """Print, once per setting and process, why $PAGERANK_DATA_DIR is passed over where it cannot even be
-    looked at (a '~user' that names no one): the cache goes elsewhere, and without this, silently."""
+def _tell_if_passed_over() -> None:
+    """Print, once per process and reason, what the cache passes over where nothing else would say so: a
+    $PAGERANK_DATA_DIR that cannot even be looked at (a '~user' that names no one, a '~' with no usable
+    home), and a home folder that cannot be used where the cache goes to the temporary folder instead."""
+    why = []
     try:
         data_dir_setting()
     except OSError as error:
-        setting = os.environ.get(DATA_DIR_VARIABLE, "")
-        if setting not in _TOLD:
-            _TOLD.add(setting)
-            print(f"${DATA_DIR_VARIABLE}={setting!r} cannot be used ({error.strerror or error}); the cache "
-                  f"is kept in {describe_path(_candidate_roots()[0].parent)} instead")
+        why.append(f"${DATA_DIR_VARIABLE}={os.environ.get(DATA_DIR_VARIABLE, '')!r} cannot be used "
+                   f"({error.strerror or error})")
+    first, (home, no_home) = _candidate_roots()[0], home_folder()
+    if home is None and first == temp_data_dir() / "cache" and not any(no_home in w for w in why):
+        why.append(f"no usable home folder ({no_home})")
+    said = "; ".join(why) + f"; the cache is kept in {describe_path(first.parent)} instead"
+    if why and said not in _TOLD:
+        _TOLD.add(said)
+        say(said)
 
 
 def _unwritable(folder: Path) -> str | None:
-    """None if files can be written in ``folder`` (created if need be), else why not."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-        return None
-    except OSError as error:
-        return error.strerror or type(error).__name__
+    """None if files can be written in ``folder`` (created if need be), else why not; a folder another
+    process deletes between its creation and the test write is created again (a few times)."""
+    for attempt in range(VANISHED_RETRIES):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+            return None
+        except FileNotFoundError as error:
+            if attempt + 1 == VANISHED_RETRIES:
+                return error.strerror or type(error).__name__
+        except OSError as error:
+            return error.strerror or type(error).__name__
 
 
 def _cache_folder(name: str) -> tuple[Path, list[str]]:
-    """The first writable cache folder ``name`` and, for each root passed over, where and why."""
+    """The first writable cache folder ``name`` and, for each root passed over, where and why (and, where
+    the temp folder is reached, that there is no usable home folder)."""
     passed = []
     for root in _candidate_roots():
         why = _unwritable(root / name)
         if why is None:
+            no_home = home_folder()[1]
+            if passed and no_home and root == temp_data_dir() / "cache":
+                passed.append(f"no usable home folder ({no_home})")
             return root / name, passed
         passed.append(f"{root.parent} ({why})")
     raise DownloadError(f"{name}: no folder to keep the download in: cannot write to " + "; ".join(passed))
@@ -242,7 +259,8 @@ def _cache_folder(name: str) -> tuple[Path, list[str]]:
 
 def cache_dir(name_or_dataset) -> Path:
     """Where the dataset's cache is kept (created if need be): under the data directory, or, where that
-    cannot be written, the user cache ~/.cache/pagerank-on-the-gpu, or a folder in the temp directory."""
+    cannot be written, the user cache ~/.cache/pagerank-on-the-gpu, or (no usable home either) the folder
+    pagerank-on-the-gpu-<user id> in the temp directory."""
     return _cache_folder(dataset(name_or_dataset).name)[0]
 
 
@@ -252,7 +270,7 @@ def _statistics_file(path: str) -> dict[str, dict]:
     usage = (f"it must name a JSON file {{dataset name: {{statistic: number}}}} with statistics among "
              f"{', '.join(STATISTICS)} (and optionally {DISPLAY_NAME!r}: what the served file is)")
     try:
-        with open_regular(Path(path).expanduser()) as f:
+        with open_regular(expand_home(path)) as f:
             table = json.loads(f.read(1 << 20))
     except (OSError, ValueError, RecursionError, RuntimeError) as error:     # RuntimeError: '~nobody/'
         raise SettingError(f"${STATISTICS_VARIABLE}={path!r} cannot be used ({error}); {usage}") from None
@@ -282,8 +300,8 @@ def expected_statistics(name_or_dataset) -> tuple[dict[str, int], str, str | Non
     if path:
         table = _statistics_file(path)
         if ds.name in table:
-            print(f"NOTE: {ds.name}: integrity statistics taken from {describe_path(path)} "
-                  f"(${STATISTICS_VARIABLE}) instead of SNAP's published ones")
+            say(f"NOTE: {ds.name}: integrity statistics taken from {describe_path(path)} "
+                f"(${STATISTICS_VARIABLE}) instead of SNAP's published ones")
             entry = table[ds.name]
             return ({k: v for k, v in entry.items() if k != DISPLAY_NAME and v is not None}, path,
                     entry.get(DISPLAY_NAME))
@@ -312,11 +330,11 @@ def _check(ds: Dataset, path: Path) -> tuple[Graph, dict]:
                              f"incomplete or altered")
     problem = header.mismatch(graph.num_vertices, listed)
     if problem:
-        warnings.warn(f"{ds.name}: {problem}", GraphFormatWarning, stacklevel=3)
+        warn(f"{ds.name}: {problem}", GraphFormatWarning, stacklevel=6)      # load's caller (a download)
     if header.undirected is not None and header.undirected == ds.directed:
-        warnings.warn(f"{ds.name}: the file's header says {'un' if header.undirected else ''}directed, the "
-                      f"registry lists it as {'' if ds.directed else 'un'}directed; read as the registry "
-                      f"says", GraphFormatWarning, stacklevel=3)
+        warn(f"{ds.name}: the file's header says {'un' if header.undirected else ''}directed, the registry "
+             f"lists it as {'' if ds.directed else 'un'}directed; read as the registry says", GraphFormatWarning,
+             stacklevel=6)
     who = "SNAP publishes" if source == "SNAP" else f"{source} says"
     start = time.perf_counter()
     found = statistics_of(graph, undirected=not ds.directed)
@@ -386,38 +404,133 @@ def _cached_graph(folder: Path, record: dict, keys=ARRAYS) -> Graph | None:
         raise _Unusable(f"{type(error).__name__}: {str(error)[:100]}") from None
 
 
+# --- staging folders, named after the process that owns them ------------------------------------------
+
+_STAGING = re.compile(r"\.download-([0-9]+)-([0-9]+)-([0-9a-f]{12})-")    # pid, start time, machine
+
+
+def _process_stat(pid: int) -> list[bytes] | None:
+    """The fields of /proc/<pid>/stat after the command's name (the state first), None where there is none."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields if len(fields) > 19 else None
+
+
+def _machine() -> str | None:
+    """This boot and process namespace, hashed: pids are compared only within it (not across machines or
+    containers sharing the cache). None where it cannot be told (no /proc: not Linux)."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
+            boot = f.read().strip()
+        namespace = os.readlink("/proc/self/ns/pid").encode()
+    except OSError:
+        return None
+    return hashlib.sha256(boot + b"/" + namespace).hexdigest()[:12]
+
+
+def _owner_tag(pid: int) -> str | None:
+    """'<pid>-<start time>-<machine>' of a running process, which still names it after its pid is reused;
+    None where it cannot be told."""
+    fields, machine = _process_stat(pid), _machine()
+    return None if fields is None or machine is None else f"{pid}-{int(fields[19])}-{machine}"
+
+
+def _abandoned(staging: Path) -> bool:
+    """Whether a staging folder's owner is gone (its process ended, or its pid names another process now);
+    one whose owner cannot be checked (no /proc, another machine, an older name) is, once a day old."""
+    owner = _STAGING.match(staging.name)
+    if owner and owner[3] == _machine():
+        fields = _process_stat(int(owner[1]))
+        if fields is not None:
+            return fields[0] in (b"Z", b"X") or int(fields[19]) != int(owner[2])     # a zombie has ended
+        try:
+            os.kill(int(owner[1]), 0)          # no /proc entry: gone, unless /proc hides other users'
+        except ProcessLookupError:
+            return True
+        except OSError:
+            pass
+    return time.time() - staging.stat().st_mtime > STALE_STAGING
+
+
+def _remove_abandoned(folder: Path) -> None:
+    """Remove the staging folders in ``folder`` whose owner is gone (a download killed midway)."""
+    try:
+        found = list(folder.glob(".download-*"))
+    except OSError:                           # a folder that cannot be looked at (a name too long, ...)
+        return
+    for staging in found:
+        try:
+            if _abandoned(staging):
+                shutil.rmtree(staging, ignore_errors=True)
+        except OSError:                       # gone already, or it cannot be looked at
+            pass
+
+
+class _Vanished(Exception):
+    """A file or folder of the cache disappeared under the load (another process deleting the cache)."""
+
+
 # --- the public entry points ----------------------------------------------------------------------
 
 def _download(ds: Dataset, folder: Path, raw: Path, limits: dict, progress: bool, verbose: bool):
-    """Download into a staging folder, check, and move the file into the cache only once it passed;
-    staging folders that interrupted runs left a day ago or more are removed first."""
+    """Download into a staging folder named after this process, check, and move the file into the cache
+    only once it passed; _Vanished where the staging folder is deleted under it."""
     url = base_url().rstrip("/") + "/" + quote(ds.filename)
+    shown = redact(url)                       # the request uses the user name and password, no message does
     if urlsplit(url).scheme.lower() == "http":
-        print(f"WARNING: {ds.name}: {url} is plain http://: the transfer is not authenticated; only the "
-              f"checks of counts and structure below can catch an altered file")
-    for old in folder.glob(".download-*"):
-        if time.time() - old.stat().st_mtime > STALE_STAGING:     # a young one may be another download's
-            shutil.rmtree(old, ignore_errors=True)
+        say(f"WARNING: {ds.name}: {shown} is plain http://: the transfer is not authenticated; only the checks "
+            f"of counts and structure below can catch an altered file")
+    tag = _owner_tag(os.getpid())
     try:
-        staging = Path(tempfile.mkdtemp(prefix=".download-", dir=folder))
+        staging = Path(tempfile.mkdtemp(prefix=f".download-{tag}-" if tag else ".download-", dir=folder))
+    except FileNotFoundError:
+        raise _Vanished(f"{describe_path(folder)} was removed") from None
     except OSError as error:
         raise DownloadError(f"{ds.name}: cannot stage the download in {folder} "
                             f"({error.strerror or error})") from None
     try:
         if verbose:
-            print(f"{ds.name}: downloading {url}")
+            say(f"{ds.name}: downloading {shown}")
         fetched = staging / ds.filename
-        fetch(url, fetched, name=ds.name, size_guess=BYTES_PER_EDGE_GUESS * ds.listed_edges, **limits,
-              progress=progress, verbose=verbose)
-        graph, info = _check(ds, fetched)
+        try:
+            fetch(url, fetched, name=ds.name, size_guess=BYTES_PER_EDGE_GUESS * ds.listed_edges, **limits,
+                  progress=progress, verbose=verbose)
+        except DownloadError:
+            if not staging.is_dir():
+                raise _Vanished(f"the staging folder in {describe_path(folder)} was removed") from None
+            raise
+        graph, info = _check_kept(ds, fetched)
         try:
             os.replace(fetched, raw)
         except OSError as error:
-            print(f"{ds.name}: could not keep the download in {describe_path(folder)} "
-                  f"({error.strerror or error}); the graph is used, but the file is not cached")
+            say(f"{ds.name}: could not keep the download in {describe_path(folder)} "
+                f"({error.strerror or error}); the graph is used, but the file is not cached")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return graph, {"url": url, **info}
+    return graph, {"url": shown, **info}
+
+
+def _check_kept(ds: Dataset, path: Path) -> tuple[Graph, dict]:
+    """_check of a file in the cache, which another process may delete or replace meanwhile: _Vanished
+    then, never a raw OSError or a verdict on half a file."""
+    before = None
+    try:
+        before = os.stat(path)
+        return _check(ds, path)
+    except (OSError, IntegrityError) as error:
+        try:
+            same = before is not None and os.path.samestat(before, os.stat(path))
+        except OSError:
+            same = False
+        if not same:
+            raise _Vanished(f"{path.name} was removed while it was read") from None
+        if isinstance(error, OSError):
+            raise IntegrityError(f"{ds.name}: {path.name} cannot be read "
+                                 f"({error.strerror or type(error).__name__})") from None
+        raise
 
 
 def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.0, progress: bool = True,
@@ -427,7 +540,7 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
     ``retries`` attempts at most; ``timeout`` seconds to connect and for any one read; ``deadline`` seconds
     for the whole download, retries included (default: 120 s plus the size at 10 kB/s). Raises
     DownloadError (nothing fetched) or IntegrityError (fetched but wrong); neither leaves a file in the
-    cache.
+    cache. Where another process deletes the cache meanwhile, the load starts again (a few times at most).
     """
     ds = dataset(name_or_dataset)
     limits = {"retries": check_integer(retries, "retries", minimum=1),
@@ -437,30 +550,45 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
     progress, verbose = check_flag(progress, "progress"), check_flag(verbose, "verbose")
     record = {"name": ds.name, "vertices": ds.vertices, "listed_edges": ds.listed_edges,
               "directed": ds.directed}
-    _tell_if_data_dir_passed_over()
+    _tell_if_passed_over()
+    for root in _candidate_roots():
+        _remove_abandoned(root / ds.name)
+    for attempt in range(1, VANISHED_RETRIES + 1):
+        try:
+            return _load(ds, record, limits, progress, verbose)
+        except _Vanished as vanished:
+            if verbose and attempt < VANISHED_RETRIES:
+                say(f"{ds.name}: {vanished} (another process deleting the cache?); loading again")
+            last = vanished
+    raise DownloadError(f"{ds.name}: the cache kept disappearing during the load ({last}, {VANISHED_RETRIES} "
+                        f"times): is another process deleting it?")
+
+
+def _load(ds: Dataset, record: dict, limits: dict, progress: bool, verbose: bool) -> Graph:
+    """One try of ``load``: the cache, else the file kept, else a download."""
     for root in _candidate_roots():
         try:
             graph = _cached_graph(root / ds.name, record)
         except _Unusable as why:
             if verbose:
-                print(f"{ds.name}: the cache in {describe_path(root / ds.name)} cannot be used ({why}); "
-                      f"building it again")
+                say(f"{ds.name}: the cache in {describe_path(root / ds.name)} cannot be used ({why}); "
+                    f"building it again")
             continue
         if graph is not None:
             if verbose:
-                print(f"{graph.name}: loaded from the cache in {describe_path(root / ds.name)}")
+                say(f"{graph.name}: loaded from the cache in {describe_path(root / ds.name)}")
             return graph
     folder, passed = _cache_folder(ds.name)
     if passed:
-        print(f"{ds.name}: cannot write to {passed[0]}; keeping the cache in {describe_path(folder.parent)} "
-              f"instead")
+        say(f"{ds.name}: cannot write to {'; '.join(passed)}; keeping the cache in "
+            f"{describe_path(folder.parent)} instead")
     raw = next((root / ds.name / ds.filename for root in _candidate_roots()      # kept earlier, maybe in a
                 if _is_file(root / ds.name / ds.filename)), folder / ds.filename)   # folder now read-only
     if not _is_file(raw):
         graph, info = _download(ds, folder, raw, limits, progress, verbose)
     else:
         try:
-            graph, info = _check(ds, raw)
+            graph, info = _check_kept(ds, raw)
         except IntegrityError as error:
             try:
                 raw.unlink(missing_ok=True)     # a damaged cached file is never used, and never kept
@@ -474,23 +602,24 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
     try:
         _save(graph, folder, info)
     except OSError as error:
-        print(f"{ds.name}: could not write the parsed graph to {describe_path(folder)} "
-              f"({error.strerror or error}); it is used, but not cached")
+        say(f"{ds.name}: could not write the parsed graph to {describe_path(folder)} "
+            f"({error.strerror or error}); it is used, but not cached")
     if verbose:
         pinned = ("matches the pinned hash" if ds.sha256 else
                   "no hash is pinned for it; counts and structure were checked")
         found, source = info["statistics"], info["statistics_source"]
         checked = ("nothing pinned to check them against" if not info["statistics_checked"] else
                    "as SNAP publishes" if source == "SNAP" else f"as {describe_path(source)} says")
-        print(f"{graph.name}: {graph.num_vertices:,} vertices, {ds.listed_edges:,} listed edges, parsed in "
-              f"{info['parse_seconds']:.1f} s; sha256 {info['sha256']} ({pinned})")
-        print(f"{graph.name}: largest WCC {found['wcc_nodes']:,} nodes / {found['wcc_edges']:,} edges, "
-              f"largest SCC {found['scc_nodes']:,} / {found['scc_edges']:,} ({checked})")
+        say(f"{graph.name}: {graph.num_vertices:,} vertices, {ds.listed_edges:,} listed edges, parsed in "
+            f"{info['parse_seconds']:.1f} s; sha256 {info['sha256']} ({pinned})")
+        say(f"{graph.name}: largest WCC {found['wcc_nodes']:,} nodes / {found['wcc_edges']:,} edges, "
+            f"largest SCC {found['scc_nodes']:,} / {found['scc_edges']:,} ({checked})")
     return graph
 
 
 def cached_info(name_or_dataset="web-Google") -> dict | None:
-    """What the cache recorded for a dataset (url, hash seen, counts, statistics, parse time), or None."""
+    """What the cache recorded for a dataset (url, hash seen, counts, statistics, parse time), or None; an
+    address recorded with a user name and password (by an older version) is returned without them."""
     ds = dataset(name_or_dataset)
     for root in _candidate_roots():
         try:
@@ -498,7 +627,7 @@ def cached_info(name_or_dataset="web-Google") -> dict | None:
         except _Unusable:
             continue
         if info is not None and info.get("format") == CACHE_FORMAT and info.get("name") == ds.name:
-            return info
+            return {**info, "url": redact(info["url"])} if isinstance(info.get("url"), str) else info
     return None
 
 
@@ -519,7 +648,7 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.
     verbose = check_flag(verbose, "verbose")
     folder = graph = None
     if cache:
-        _tell_if_data_dir_passed_over()
+        _tell_if_passed_over()
         try:
             folder = _cache_folder(f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}")[0]
             record = {"seed": seed, "generator_version": STANDIN_VERSION, "vertices": ds.vertices}
@@ -528,7 +657,7 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.
             pass
     if graph is not None:
         if verbose:
-            print(f"{graph.name}: loaded from the cache in {describe_path(folder)}")
+            say(f"{graph.name}: loaded from the cache in {describe_path(folder)}")
         return graph
     n, m = ds.vertices, ds.listed_edges if ds.directed else 2 * ds.listed_edges
     size = ""
@@ -546,8 +675,8 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.
             _save(graph, folder, info, STANDIN_ARRAYS)
         except OSError as error:
             if verbose:
-                print(f"{graph.name}: not kept in the cache ({error.strerror or error}); it will be "
-                      f"generated again")
+                say(f"{graph.name}: not kept in the cache ({error.strerror or error}); it will be "
+                    f"generated again")
     return graph
 
 
@@ -563,13 +692,13 @@ def load_or_standin(name_or_dataset="web-Google", *, fraction: float = 1.0, down
     fraction = check_real(fraction, "fraction", low=1e-6, high=1)
     if not check_flag(fraction == 1 if download is None else download, "download"):
         graph = standin(ds, fraction=fraction)
-        print(f"{graph.name}: generated, not downloaded (the test scale's graph)")
+        say(f"{graph.name}: generated, not downloaded (the test scale's graph)")
         return graph
     try:
         return load(ds, **kwargs)
     except DownloadError as error:
         size = "of the same size" if fraction == 1 else f"at {fraction:.3g} of its size (the test scale)"
-        print(f"Could not download {ds.name}: {str(error).rstrip('.')}.\n"
-              f"Using a generated stand-in {size} instead. It is not the real graph: every table and plot "
-              f"below names the graph it ran on.")
+        say(f"Could not download {ds.name}: {str(error).rstrip('.')}.\n"
+            f"Using a generated stand-in {size} instead. It is not the real graph: every table and plot "
+            f"below names the graph it ran on.")
         return standin(ds, fraction=fraction)

@@ -1,19 +1,23 @@
 """Fetching one file over http(s) through pooch's HTTP downloader (requests underneath): a per-read timeout,
 redirects kept within http(s), a size limit, an overall deadline and retries of what retrying can cure, every
 failure told in the project's own words (DownloadError, IntegrityError) without the libraries' noise.
+An address may carry a user name and password (https://user:password@host/...): the request uses them, and
+no message, error or record ever shows them (``redact``, ``scrub``).
 """
 from __future__ import annotations
 
 import os
+import re
 import socket
 import ssl
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 from .graph import ArgumentError, as_path, check_flag, check_integer, check_seconds
 from .graphfiles import other_format
+from .progress import say
 
 MIN_RATE = 10_000          # bytes/s: the default deadline allows the file's size at this rate ...
 DEADLINE_SLACK = 120.0     # ... plus this many seconds
@@ -30,6 +34,33 @@ class DownloadError(RuntimeError):
 
 class IntegrityError(RuntimeError):
     """The file arrived but is not what the registry describes; nothing was cached."""
+
+
+_AUTHORITY = re.compile(r"(\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?([^/?#]*)")
+_USERINFO_IN_TEXT = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
+
+
+def redact(url) -> str:
+    """The address without the user name and password it may carry (its userinfo, up to the last '@' of
+    its host part), for whatever leaves the process: a message, an error, a record in the cache."""
+    url = str(url)
+    found = _AUTHORITY.match(url)
+    scheme, authority = found.group(1) or "", found.group(2)
+    if "@" not in authority:
+        return url
+    return scheme + authority.rsplit("@", 1)[1] + url[found.end():]
+
+
+def scrub(text, url: str = "") -> str:
+    """``text`` (a message, a library's error) without the userinfo of any address written in it, nor that
+    of ``url`` where it appears on its own (a library may print a host part without its scheme)."""
+    text = _USERINFO_IN_TEXT.sub(r"\1", str(text))
+    authority = _AUTHORITY.match(url).group(2) if url else ""
+    if "@" in authority:
+        userinfo = authority.rsplit("@", 1)[0]
+        for secret in {userinfo, unquote(userinfo)} - {""}:
+            text = text.replace(secret + "@", "")
+    return text
 
 
 class _Retry(Exception):
@@ -53,13 +84,13 @@ class _Transfer:
             target = urljoin(response.url, location)
             scheme = urlsplit(target).scheme.lower()
             if scheme not in ("http", "https"):
-                raise DownloadError(f"the server redirected to {target[:200]!r}, which is not an http(s):// "
-                                    f"address")
+                raise DownloadError(f"the server redirected to {redact(target)[:200]!r}, which is not an "
+                                    f"http(s):// address")
             if self.hops > MAX_REDIRECTS:
                 raise DownloadError(f"more than {MAX_REDIRECTS} redirects")
             if scheme == "http" and urlsplit(response.url).scheme.lower() == "https":
-                self.notes.append(f"redirected from https:// to plain http:// ({target[:200]}): the "
-                                  f"transfer is not authenticated")
+                self.notes.append(f"redirected from https:// to plain http:// ({redact(target)[:200]}): "
+                                  f"the transfer is not authenticated")
             return response
         self.response = response
         status, reason = response.status_code, _printable(response.reason)
@@ -162,8 +193,9 @@ def _connection_problem(causes) -> str:
     return system.strerror if system is not None else type(causes[-1]).__name__
 
 
-def _classify(error: BaseException, transfer: _Transfer, timeout: float) -> BaseException:
-    """Turn whatever requests raised into _Retry (worth another attempt) or the project's own errors."""
+def _classify(error: BaseException, transfer: _Transfer, timeout: float, url: str) -> BaseException:
+    """Turn whatever requests raised into _Retry (worth another attempt) or the project's own errors; a
+    library's own text is quoted only without the address's password (scrubbed before it is shortened)."""
     import http.client
 
     import requests
@@ -184,7 +216,7 @@ def _classify(error: BaseException, transfer: _Transfer, timeout: float) -> Base
         coding = _printable(getattr(transfer.response, "headers", {}).get("Content-Encoding"))
         return DownloadError(f"the server's answer could not be decompressed (Content-Encoding: {coding})")
     if any(type(c).__name__ in ("InvalidHeader", "HeaderParsingError") for c in causes):
-        return DownloadError(f"the server's answer is not valid HTTP (its headers: {str(error)[:100]})")
+        return DownloadError(f"the server's answer is not valid HTTP (its headers: {scrub(error, url)[:100]})")
     short = next((c for c in causes if type(c).__name__ == "IncompleteRead" and isinstance(c.partial, int)),
                  None)                                       # urllib3's count includes a chunk it dropped
     received = max(transfer.received, short.partial if short else 0)
@@ -210,7 +242,7 @@ def _classify(error: BaseException, transfer: _Transfer, timeout: float) -> Base
     if isinstance(error, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
                           requests.exceptions.MissingSchema, ValueError, UnicodeError)):
         return DownloadError(f"the address cannot be used ({type(error).__name__})")
-    return DownloadError(f"unexpected {type(error).__name__}: {str(error)[:200]}")
+    return DownloadError(f"unexpected {type(error).__name__}: {scrub(error, url)[:200]}")
 
 
 def _attempt(url: str, part: Path, clock: dict, *, max_bytes: int, timeout: float, progress: bool) -> None:
@@ -241,7 +273,7 @@ def _attempt(url: str, part: Path, clock: dict, *, max_bytes: int, timeout: floa
         nonlocal shown
         if shown is None and transfer.answered:            # the server answered: notes, size, progress bar
             for note in transfer.notes:
-                print(f"WARNING: {label}: {note}")
+                say(f"WARNING: {label}: {note}")
             clock["size"] = transfer.total or clock["size"]
             shown = bar(transfer.total, label, unit="B", unit_scale=True, unit_divisor=1024,
                         enabled=progress)
@@ -261,7 +293,7 @@ def _attempt(url: str, part: Path, clock: dict, *, max_bytes: int, timeout: floa
                                     f"for more time")
         show()                       # a transfer that ended before the first look still gets its lines
         if transfer.error is not None:
-            raise _classify(transfer.error, transfer, timeout)
+            raise _classify(transfer.error, transfer, timeout, url)
     finally:
         transfer.cancel()                                  # before the file closes: no late write reaches it
         out.close()
@@ -293,28 +325,38 @@ def fetch(url: str, dest: Path, *, name: str, size_guess: int, max_bytes: int, r
     deadline = None if deadline is None else check_seconds(deadline, "deadline")
     progress, verbose = check_flag(progress, "progress"), check_flag(verbose, "verbose")
     clock = {"start": time.monotonic(), "deadline": deadline, "size": size_guess}
-    last = None
+    last, shown = None, redact(url)
     for attempt in range(1, retries + 1):
         part = dest.with_name(f"{dest.name}.part{attempt}")   # a late write of an abandoned attempt cannot
         try:                                                  # reach the next attempt's file
             _attempt(url, part, clock, max_bytes=max_bytes, timeout=timeout, progress=progress)
-            _refuse_a_page(part)
-            os.replace(part, dest)
+            _keep(part, dest)
             return
         except _Retry as retry:
-            last = str(retry)
+            last = scrub(retry, url)
         except IntegrityError as error:
-            raise IntegrityError(f"{name}: {url}: {error}") from None
+            raise IntegrityError(scrub(f"{name}: {shown}: {error}", url)) from None
         except DownloadError as error:
-            raise DownloadError(f"{url}: {error}") from None
+            raise DownloadError(scrub(f"{shown}: {error}", url)) from None
         pause = RETRY_PAUSE * min(2.0 ** (attempt - 1), 8.0)
         if attempt == retries or time.monotonic() + pause > _deadline(clock):
             break
         if verbose:
-            print(f"{name}: attempt {attempt} of {retries} failed ({last}); trying again in {pause:g} s")
+            say(f"{name}: attempt {attempt} of {retries} failed ({last}); trying again in {pause:g} s")
         time.sleep(pause)
     tries = f" ({attempt} attempts)" if attempt > 1 else ""
-    raise DownloadError(f"{url}: {last}{tries}")
+    raise DownloadError(f"{shown}: {last}{tries}")
+
+
+def _keep(part: Path, dest: Path) -> None:
+    """Move a whole download into place, unless it is a web page; DownloadError where the file or its folder
+    is gone (another process deleting the cache) or cannot be moved."""
+    try:
+        _refuse_a_page(part)
+        os.replace(part, dest)
+    except OSError as error:
+        raise DownloadError(f"the download could not be kept ({error.strerror or type(error).__name__}: "
+                            f"{part.name})") from None
 
 
 def _refuse_a_page(part: Path) -> None:

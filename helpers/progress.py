@@ -1,12 +1,14 @@
 """Progress bars that suit where the output goes: tqdm's plain text bar in a terminal and in Jupyter (never a
 widget, which a committed notebook cannot show), and whole lines elsewhere (a log file, a pipe, a captured
 stream): one when a step starts, one at each quarter (or each minute when its size is unknown), one at the
-end, and never a carriage return.
+end, and never a carriage return. Messages (``say``, ``warn``, the progress lines) are written so that
+any stream can take them: characters its encoding lacks become backslash escapes, never an exception.
 """
 from __future__ import annotations
 
 import sys
 import time
+import warnings
 
 QUARTERS = (25, 50, 75)
 FIRST_SECONDS = 1.0        # a step done sooner prints one line, at its end
@@ -23,10 +25,40 @@ def interactive(stream) -> bool:
         return False
 
 
+def fit(text, stream) -> str:
+    """``text`` as ``stream`` can take it: what its encoding cannot write (a non-ASCII folder under
+    PYTHONIOENCODING=ascii, a file name's undecodable bytes) as backslash escapes."""
+    text, encoding = str(text), getattr(stream, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+        return text
+    except UnicodeError:
+        return text.encode(encoding, "backslashreplace").decode(encoding)
+    except LookupError:                       # an encoding Python does not know
+        return text.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def say(text, file=None) -> None:
+    """Print one message to ``file`` (standard output), fitted to its encoding (``fit``)."""
+    stream = file or sys.stdout
+    print(fit(text, stream), file=stream, flush=True)
+
+
+def warn(text, category=UserWarning, stacklevel: int = 1) -> None:
+    """warnings.warn with the message fitted to standard error; where showing it still fails on the
+    encoding (a source file's name in the warning's line), it is printed there plainly instead."""
+    text = fit(text, sys.stderr)
+    try:
+        warnings.warn(text, category, stacklevel=stacklevel + 1)
+    except UnicodeError:
+        say(f"{category.__name__}: {text}", sys.stderr)
+
+
 def bar(total=None, desc: str = "", unit: str = "it", *, enabled: bool = True, **options):
     """A progress bar with tqdm's interface (update, set_postfix_str, close, ``n``, a context manager):
     tqdm's text bar where the output redraws lines, plain lines where it does not; ``enabled=False`` gives
     a silent one."""
+    desc = fit(desc, sys.stdout)
     if enabled and not interactive(sys.stdout):
         return Lines(total, desc, unit, binary=options.get("unit_scale", False) and unit == "B")
     from tqdm.std import tqdm
@@ -57,7 +89,7 @@ class Lines:
 
     def _say(self, text: str) -> None:
         suffix = f" [{self.postfix}]" if self.postfix else ""
-        print(f"{self.desc}: {text}{suffix}" if self.desc else text + suffix, file=sys.stdout, flush=True)
+        say(f"{self.desc}: {text}{suffix}" if self.desc else text + suffix)
 
     def update(self, count=1) -> None:
         self.n += count

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+import subprocess
+import sys
 import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,6 +26,7 @@ class SnapServer:
         self.statuses: dict[str, int] = {}     # path -> HTTP status to answer instead
         self.plans: dict[str, list] = {}       # path -> misbehaviours, one used up per request
         self.requests: list[str] = []
+        self.authorizations: list[str | None] = []     # each request's Authorization header
         self.closing = threading.Event()
         server = self
 
@@ -31,6 +35,7 @@ class SnapServer:
 
             def do_GET(self):
                 server.requests.append(self.path)
+                server.authorizations.append(self.headers.get("Authorization"))
                 plan = server.plans.get(self.path)
                 if plan:
                     behaviour = plan.pop(0)
@@ -238,3 +243,17 @@ def bounded(call, seconds: float = 30.0):
     thread.join(seconds)
     assert not thread.is_alive(), f"still running after {seconds:g} s: it blocks"
     return outcome["value"]
+
+
+def load_elsewhere(ds, env: dict | None = None, **options) -> subprocess.Popen:
+    """Another Python process that loads dataset ``ds`` (``datasets.load(ds, **options)``) with this one's
+    settings (``env`` on top) and prints 'loaded <vertices> <edges>'; its output is piped."""
+    code = ("import sys\nfrom helpers import datasets\n"
+            "ds = datasets.Dataset(sys.argv[1], sys.argv[2], sys.argv[3] == 'True', *map(int, sys.argv[4:]))\n"
+            f"graph = datasets.load(ds, **{options!r})\nprint('loaded', graph.num_vertices, graph.num_edges)")
+    root = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    return subprocess.Popen([sys.executable, "-c", code, ds.name, ds.filename, str(ds.directed),
+                             str(ds.vertices), str(ds.listed_edges)], env={**os.environ, "PYTHONPATH": path,
+                                                                           **(env or {})},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)

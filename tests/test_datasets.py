@@ -399,6 +399,63 @@ def test_staging_folders_left_by_interrupted_runs_are_removed(server):
     assert not old.exists() and young.exists()                     # a young one may be another download
 
 
+def staging_of(folder, tag: str):
+    """A staging folder named as a download of the process ``tag`` names makes it, with a 64 KiB part."""
+    staging = folder / f".download-{tag}-k3y"
+    staging.mkdir()
+    (staging / f"{SMALL.filename}.part1").write_bytes(b"\0" * 65536)
+    return staging
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="tells a process's owner through Linux's /proc")
+def test_a_staging_folder_is_removed_once_its_owner_has_ended_not_before(server):
+    """Was kept for 24 hours whoever owned it; now the next load removes it as soon as its process is gone,
+    and never while it runs (a download of another process, or of another thread of this one)."""
+    import subprocess
+    import sys
+
+    folder = datasets.cache_dir(SMALL)
+    alive, ended = (subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]) for _ in "ab")
+    try:
+        live, dead, own = (staging_of(folder, datasets._owner_tag(pid))
+                           for pid in (alive.pid, ended.pid, os.getpid()))
+        reused = staging_of(folder, f"{alive.pid}-1-{datasets._machine()}")    # its pid, another start
+        ended.kill()
+        ended.wait()
+        datasets.load(SMALL, retries=1, progress=False)
+        assert not dead.exists() and not reused.exists()
+        assert live.is_dir() and own.is_dir()
+        alive.kill()
+        alive.wait()
+        datasets.load(SMALL, retries=1, progress=False)            # from the cache: still tidied
+        assert not live.exists() and own.is_dir() and len(server.requests) == 1
+    finally:
+        for process in (alive, ended):
+            process.kill()
+            process.wait()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="tells a process's owner through Linux's /proc")
+def test_a_download_killed_midway_leaves_nothing_at_the_next_load(server):
+    """The issue's case: a loader killed mid-download left its staging folder and a .part file for 24 h."""
+    from snapserver import load_elsewhere
+
+    server.plan(SMALL.filename, server.trickle(interval=0.05, step=2_000))      # some seconds in all
+    child = load_elsewhere(SMALL, progress=False, retries=1)
+    folder = datasets.cache_dir(SMALL)
+    try:
+        start = time.monotonic()
+        while not any(p.stat().st_size for p in folder.glob(".download-*/*.part1")):
+            assert child.poll() is None and time.monotonic() - start < 60, child.communicate()
+            time.sleep(0.05)
+    finally:
+        child.kill()
+        child.communicate()
+    assert list(folder.glob(".download-*"))                        # what the killed loader left
+    assert datasets.load(SMALL, retries=1, progress=False).num_edges == GRAPH.num_edges
+    assert list(folder.glob(".download-*")) == []
+
+
 def test_a_file_that_expands_beyond_its_lines_is_refused_without_reading_it_all(server):
     bomb = gzip.compress(b"0 1\n" * (20 * SMALL.listed_edges))       # 20 times the lines, 1% of the bytes
     server.serve(SMALL.filename, bomb)
@@ -511,3 +568,70 @@ def test_a_standin_is_never_taken_from_a_cache_made_for_another_size(tmp_path, m
     assert made(500, 2_000).num_vertices == 500
     assert made(900, 4_000).num_vertices == 900                # was the 500-vertex graph, from the cache
     assert made(900, 4_000).num_vertices == 900
+
+
+# --- messages that any stream can take ------------------------------------------------------------------
+
+def test_a_non_ascii_data_folder_under_an_ascii_stream_is_no_error(server, tmp_path):
+    """Was UnicodeEncodeError out of load() under PYTHONIOENCODING=ascii: a message naming the data folder
+    (here one that cannot be used), the dataset's name, its progress lines."""
+    from snapserver import load_elsewhere
+
+    blocker = tmp_path / "dätä-ñame"
+    blocker.write_text("")
+    named = datasets.Dataset("tést-small", SMALL.filename, True, SMALL.vertices, SMALL.listed_edges)
+    env = {"PYTHONIOENCODING": "ascii", "PAGERANK_DATA_DIR": str(blocker / "data")}
+    out, err = load_elsewhere(named, env=env, retries=1).communicate(timeout=120)
+    assert f"loaded {GRAPH.num_vertices} {GRAPH.num_edges}".encode() in out, err.decode("ascii", "replace")
+    out = out.decode("ascii")                                      # it is ASCII: the escapes say the rest
+    assert f"cannot write to {blocker}/data (".encode("ascii", "backslashreplace").decode() in out
+    assert "t\\xe9st-small: downloading" in out and "t\\xe9st-small: largest WCC" in out
+    assert f"{SMALL.filename}: 100% (" in out                        # the progress lines too
+
+
+def test_fit_and_say_never_raise_on_a_streams_encoding():
+    import io
+
+    from helpers import progress
+
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict")
+    progress.say("dätä \udcff ok", file=stream)                    # a folder's undecodable byte, too
+    progress.say("plain", file=stream)
+    stream.flush()
+    assert stream.buffer.getvalue() == b"d\\xe4t\\xe4 \\udcff ok\nplain\n"
+    assert progress.fit("dätä", io.TextIOWrapper(io.BytesIO(), encoding="utf-8")) == "dätä"
+
+    class Odd(io.StringIO):
+        encoding = "no-such-codec"
+
+    assert progress.fit("dätä", Odd()) == "d\\xe4t\\xe4"
+
+
+def test_progress_lines_and_warnings_fit_an_ascii_stream(monkeypatch):
+    import io
+    import sys
+
+    from helpers import progress
+
+    out = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict")
+    err = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict")
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(sys, "stderr", err)
+    with progress.bar(10, "tést") as shown:                        # a log: whole lines
+        shown.update(10)
+    out.flush()
+    assert out.buffer.getvalue().startswith(b"t\\xe9st: 100% (")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        progress.warn("dätä is odd", datasets.GraphFormatWarning)
+    assert [str(w.message) for w in caught] == ["d\\xe4t\\xe4 is odd"]
+
+    def shown_as_python_shows_it(message, category, filename, lineno, file=None, line=None):
+        err.write(warnings.formatwarning(message, category, "/cöurse/helpers/datasets.py", lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = shown_as_python_shows_it          # a source file in a non-ASCII folder
+        progress.warn("plain words", datasets.GraphFormatWarning)
+    err.flush()
+    assert b"GraphFormatWarning: plain words" in err.buffer.getvalue()

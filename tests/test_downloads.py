@@ -398,3 +398,132 @@ def test_a_web_page_instead_of_the_file_is_a_failed_download_and_falls_back(serv
     server.plan(SMALL.filename, server.garbage(answer(b"200 OK\r\nContent-Length: %d" % len(page), page)))
     graph = datasets.load_or_standin(SMALL, retries=1, progress=False)      # a Wi-Fi login: the stand-in
     assert graph.name.startswith("stand-in for test-dl") and "Could not download" in capsys.readouterr().out
+
+
+# --- a user name and password in the address: used, never shown, never kept -------------------------------
+
+USER, PASSWORD = "alice", "s3cret-Pa55"
+
+
+def with_password(url: str, user: str = USER, password: str = PASSWORD) -> str:
+    return url.replace("://", f"://{user}:{password}@", 1)
+
+
+def test_a_password_in_the_address_is_sent_but_never_printed_or_kept(server, monkeypatch, capfd):
+    import base64
+    import json
+
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, with_password(server.url))
+    assert same_graph(datasets.load(SMALL, retries=1))                  # verbose, with its progress lines
+    assert server.authorizations == ["Basic " + base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()]
+    captured = capfd.readouterr()
+    shown = captured.out + captured.err
+    assert f"WARNING: test-dl: {server.url}{SMALL.filename} is plain http://" in shown
+    assert f"test-dl: downloading {server.url}{SMALL.filename}\n" in shown
+    assert PASSWORD not in shown and f"{USER}:" not in shown
+    folder = datasets.cache_dir(SMALL)
+    assert json.loads((folder / "info.json").read_text(encoding="utf-8"))["url"] == server.url + SMALL.filename
+    assert datasets.cached_info(SMALL)["url"] == server.url + SMALL.filename
+    (folder / "info.json").unlink()                         # rebuilt from the file kept: recorded as ds.url
+    assert same_graph(datasets.load(SMALL, progress=False))
+    assert datasets.cached_info(SMALL)["url"] == server.url + SMALL.filename
+    assert SMALL.url == server.url + SMALL.filename
+    assert not any(PASSWORD.encode() in path.read_bytes() for path in folder.rglob("*") if path.is_file())
+
+
+def test_a_password_recorded_by_an_older_version_is_not_returned(server, monkeypatch):
+    import json
+
+    load()
+    info = datasets.cache_dir(SMALL) / "info.json"
+    record = json.loads(info.read_text(encoding="utf-8"))
+    info.write_text(json.dumps({**record, "url": with_password(server.url) + SMALL.filename}))
+    assert datasets.cached_info(SMALL)["url"] == server.url + SMALL.filename
+
+
+class _Failing:
+    """pooch's downloader, failing with a library's error whose text holds the address, whole and in part."""
+
+    def __init__(self, **kwargs):
+        pass
+
+    def __call__(self, url, output, pooch):
+        from urllib.parse import urlsplit
+
+        padding = "x" * (200 - len("http://alice:"))            # the message is cut at 200 characters:
+        raise RuntimeError(f"{padding}{url} (netloc={urlsplit(url).netloc})")   # in the middle of the password
+
+
+def _serve_status(status):
+    def arrange(server, monkeypatch):
+        server.statuses["/" + SMALL.filename] = status
+    return arrange
+
+
+def _redirect_with_its_own_password(server, monkeypatch):
+    server.plan(SMALL.filename, *[server.redirect(with_password("ftp://127.0.0.1/x.gz", "bob", PASSWORD))] * 2)
+
+
+def _bad_setting(value):
+    def arrange(server, monkeypatch):
+        monkeypatch.setenv(datasets.BASE_URL_VARIABLE, with_password(value))
+    return arrange
+
+
+def _closed(server, monkeypatch):
+    server.close()
+
+
+def _library_error(server, monkeypatch):
+    import types
+
+    monkeypatch.setattr(download, "_pooch", lambda: types.SimpleNamespace(HTTPDownloader=_Failing))
+
+
+def _too_big(server, monkeypatch):
+    server.plan(SMALL.filename, server.announce(10**12))
+
+
+@pytest.mark.parametrize("arrange", [
+    _serve_status(404), _serve_status(500), _redirect_with_its_own_password, _bad_setting("ftp://mirror/"),
+    _bad_setting("https://mirror:99999/"), _bad_setting("https://mir ror/"), _closed, _library_error,
+    _too_big,
+], ids=["HTTP 404", "HTTP 500, retried", "a redirect", "another scheme", "a bad port", "a space", "refused",
+        "a library's error", "too big"])
+def test_no_failure_shows_the_password(server, monkeypatch, capfd, arrange):
+    """Every message and error of a failed download: printed, raised, and in the stand-in's announcement."""
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, with_password(server.url))
+    arrange(server, monkeypatch)
+    error, _ = timed(lambda: load(retries=2))
+    assert isinstance(error, (datasets.DownloadError, datasets.IntegrityError)), error
+    if isinstance(error, datasets.DownloadError):
+        graph = datasets.load_or_standin(SMALL, retries=2, progress=False)
+        assert graph.name.startswith("stand-in for test-dl")
+    captured = capfd.readouterr()
+    for text in (str(error), captured.out, captured.err):
+        assert PASSWORD not in text and f"{USER}:" not in text and "bob:" not in text, text
+
+
+@pytest.mark.parametrize("url, shown", [
+    ("https://alice:pw@mirror.example/data/", "https://mirror.example/data/"),
+    ("http://alice:p%40ss@127.0.0.1:8080/x.gz", "http://127.0.0.1:8080/x.gz"),
+    ("https://alice:p@ss@mirror.example/x", "https://mirror.example/x"),        # an '@' left unescaped
+    ("https://alice:p w@mirror.example/x", "https://mirror.example/x"),         # a space
+    ("  ftp://alice:pw@mirror.example/", "  ftp://mirror.example/"),             # as set, spaces and all
+    ("alice:pw@mirror.example/data", "mirror.example/data"),                    # no scheme
+    ("https://@mirror.example/", "https://mirror.example/"),
+    ("https://mirror.example/a@b?c=d@e", "https://mirror.example/a@b?c=d@e"),   # '@' after the host: kept
+    ("https://snap.stanford.edu/data/", "https://snap.stanford.edu/data/"),
+])
+def test_redact_drops_the_user_name_and_password(url, shown):
+    assert download.redact(url) == shown
+
+
+def test_scrub_drops_every_password_in_a_text():
+    url = "http://alice:p%40ss@127.0.0.1:8080/x.gz"
+    text = (f"Max retries exceeded with url {url}; auth alice:p@ss@127.0.0.1:8080; "
+            f"also https://bob:hunter2@elsewhere/ and a mail user@example.org")
+    scrubbed = download.scrub(text, url)
+    assert "p%40ss" not in scrubbed and "p@ss" not in scrubbed and "hunter2" not in scrubbed
+    assert "http://127.0.0.1:8080/x.gz" in scrubbed and "https://elsewhere/" in scrubbed
+    assert "user@example.org" in scrubbed                          # not an address's userinfo: left alone
