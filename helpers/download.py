@@ -37,27 +37,40 @@ class IntegrityError(RuntimeError):
 
 
 _AUTHORITY = re.compile(r"(\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?([^/?#]*)")
+_HOST_PORT = re.compile(r"(\[[^\]]*\]|[^:/?#@\[\]]*)(:[0-9]*)?")     # what may stand before a path
 _USERINFO_IN_TEXT = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
 
 
-def redact(url) -> str:
-    """The address without the user name and password it may carry (its userinfo, up to the last '@' of
-    its host part), for whatever leaves the process: a message, an error, a record in the cache."""
-    url = str(url)
+def _userinfo(url: str) -> tuple[int, int] | None:
+    """Where an address's user name and password lie: (start, end just past their '@'), or None. They run
+    to the last '@' of the host part; a password holding an unescaped '/', '?' or '#' ends that part early
+    (leaving no host[:port] before a '/', or an '@' before any '/'), and then they run on to its '@'."""
     found = _AUTHORITY.match(url)
-    scheme, authority = found.group(1) or "", found.group(2)
-    if "@" not in authority:
-        return url
-    return scheme + authority.rsplit("@", 1)[1] + url[found.end():]
+    start, authority, rest = found.start(2), found.group(2), url[found.end():]
+    if "@" in authority:
+        return start, start + authority.rindex("@") + 1
+    first = rest.find("@")
+    if first < 0 or ("/" in rest[:first] and _HOST_PORT.fullmatch(authority)):
+        return None                           # an '@' in the path ('.../a@b'): no user name
+    slash = rest.find("/", first)
+    return start, found.end() + rest.rindex("@", 0, len(rest) if slash < 0 else slash) + 1
+
+
+def redact(url) -> str:
+    """The address without the user name and password it may carry (``_userinfo``), for whatever leaves
+    the process: a message, an error, a record in the cache."""
+    url = str(url)
+    span = _userinfo(url)
+    return url if span is None else url[:span[0]] + url[span[1]:]
 
 
 def scrub(text, url: str = "") -> str:
     """``text`` (a message, a library's error) without the userinfo of any address written in it, nor that
     of ``url`` where it appears on its own (a library may print a host part without its scheme)."""
     text = _USERINFO_IN_TEXT.sub(r"\1", str(text))
-    authority = _AUTHORITY.match(url).group(2) if url else ""
-    if "@" in authority:
-        userinfo = authority.rsplit("@", 1)[0]
+    span = _userinfo(url) if url else None
+    if span is not None:
+        userinfo = url[span[0]:span[1] - 1]
         for secret in {userinfo, unquote(userinfo)} - {""}:
             text = text.replace(secret + "@", "")
     return text

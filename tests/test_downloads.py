@@ -514,9 +514,31 @@ def test_no_failure_shows_the_password(server, monkeypatch, capfd, arrange):
     ("https://@mirror.example/", "https://mirror.example/"),
     ("https://mirror.example/a@b?c=d@e", "https://mirror.example/a@b?c=d@e"),   # '@' after the host: kept
     ("https://snap.stanford.edu/data/", "https://snap.stanford.edu/data/"),
+    ("http://alice:pa/ss@127.0.0.1:8080/x", "http://127.0.0.1:8080/x"),      # a '/', '?' or '#' left
+    ("https://alice:123#ss@mirror.example/x", "https://mirror.example/x"),   # unescaped in the password
+    ("https://alice:pa?ss@mirror.example/", "https://mirror.example/"),
+    ("https://alice:p/s@s@mirror.example/a@b", "https://mirror.example/a@b"),
+    ("https://[::1]:8080/a@b", "https://[::1]:8080/a@b"),
 ])
 def test_redact_drops_the_user_name_and_password(url, shown):
     assert download.redact(url) == shown
+
+
+@pytest.mark.parametrize("password", ["pa/ss-s3cret", "123#s3cret", "pa?s3cret"])
+def test_a_password_with_an_unescaped_slash_hash_or_question_mark_is_never_shown(server, monkeypatch, capfd,
+                                                                               password):
+    """Was: such a password ends the host part early, and the whole address was shown as set, password and
+    all: in the refusal of the setting, or (digits before a '#' read as a port) in every download line."""
+    user = "localhost"                      # where digits before a '#' are read as a port: refused at once
+    monkeypatch.setenv(datasets.BASE_URL_VARIABLE, with_password(server.url, user, password))
+    error, _ = timed(lambda: load(retries=1))
+    assert isinstance(error, datasets.DownloadError), error
+    graph = datasets.load_or_standin(SMALL, retries=1, progress=False)
+    assert graph.name.startswith("stand-in for test-dl")
+    captured = capfd.readouterr()
+    for text in (str(error), repr(error), captured.out, captured.err):
+        assert "s3cret" not in text and f"{user}:" not in text, text
+    assert server.url.split("://")[1] in captured.out + str(error)           # the host is still named
 
 
 def test_scrub_drops_every_password_in_a_text():
