@@ -39,18 +39,25 @@ def fit(text, stream) -> str:
 
 
 def say(text, file=None) -> None:
-    """Print one message to ``file`` (standard output), fitted to its encoding (``fit``)."""
+    """Print one message to ``file`` (standard output), fitted to its encoding (``fit``); a stream that
+    cannot take it at all (closed, a broken pipe, a full disk) loses the message, not the caller's work."""
     stream = file or sys.stdout
-    print(fit(text, stream), file=stream, flush=True)
+    text = fit(text, stream)
+    try:
+        print(text, file=stream, flush=True)
+    except (OSError, ValueError):             # ValueError: "I/O operation on closed file"
+        pass
 
 
 def warn(text, category=UserWarning, stacklevel: int = 1) -> None:
-    """warnings.warn with the message fitted to standard error; where showing it still fails on the
-    encoding (a source file's name in the warning's line), it is printed there plainly instead."""
+    """warnings.warn with the message fitted to standard error; where showing it still fails (on the
+    encoding of a source file's name in the warning's line, or a closed stream), ``say`` has it instead."""
     text = fit(text, sys.stderr)
     try:
         warnings.warn(text, category, stacklevel=stacklevel + 1)
-    except UnicodeError:
+    except (OSError, ValueError) as error:    # UnicodeError is a ValueError; a warning raised by an
+        if isinstance(error, Warning):        # "error" filter is the caller's to see
+            raise
         say(f"{category.__name__}: {text}", sys.stderr)
 
 

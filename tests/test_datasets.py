@@ -607,6 +607,41 @@ def test_fit_and_say_never_raise_on_a_streams_encoding():
     assert progress.fit("dätä", Odd()) == "d\\xe4t\\xe4"
 
 
+@pytest.mark.parametrize("broken", ["closed", "a broken pipe"])
+def test_a_stream_that_takes_no_message_costs_the_message_not_the_load(server, monkeypatch, broken):
+    """Was: with standard output closed, or a pipe whose reader has gone (``... | head``), the first message
+    raised a raw ValueError or BrokenPipeError out of load() and load_or_standin()."""
+    import io
+    import sys
+
+    from helpers import progress
+
+    class Gone(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    stream = Gone() if broken == "a broken pipe" else io.StringIO()
+    if broken == "closed":
+        stream.close()
+    monkeypatch.setattr(sys, "stdout", stream)
+    monkeypatch.setattr(sys, "stderr", stream)
+    graph = datasets.load(SMALL, retries=1)                          # verbose: its lines and progress
+    assert graph.num_vertices == GRAPH.num_vertices and graph.num_edges == GRAPH.num_edges
+    assert datasets.load_or_standin(SMALL, retries=1).num_edges == GRAPH.num_edges
+
+    def shown_as_python_shows_it(message, category, filename, lineno, file=None, line=None):
+        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = shown_as_python_shows_it              # to standard error, as Python does
+        progress.warn("a warning with nowhere to go", datasets.GraphFormatWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                              # the caller's filter still raises
+        with pytest.raises(datasets.GraphFormatWarning):
+            progress.warn("raised", datasets.GraphFormatWarning)
+
+
 def test_progress_lines_and_warnings_fit_an_ascii_stream(monkeypatch):
     import io
     import sys
