@@ -180,8 +180,9 @@ def _scan(path: Path, max_lines: int | None) -> int | None:
     """First pass, in blocks of whole lines (``_blocks``): outside comments, only digits, signs, spaces and
     tabs (so NumPy's reader gets nothing it might read leniently, on any version). Returns the number of edge
     lines, None where a byte breaks the format (the exact pass names the line). With ``max_lines``, stops
-    after that many edge lines, or as many other lines, plus one: a compressed file that expands without end
-    is refused early."""
+    after that many edge lines, or that many blank and comment lines beyond one per edge line (a blank line
+    after each, as line ends converted twice, \\r\\r\\n, leave), plus one: a compressed file that expands
+    without end is refused early."""
     edges = 0
     with _opened(path) as raw:
         for before, lines, block in _blocks(raw, path):
@@ -195,8 +196,8 @@ def _scan(path: Path, max_lines: int | None) -> int | None:
                 blank = int(newline[0]) + int((newline[1:] & newline[:-1]).sum())
             edges += lines - blank
             lines += before
-            if max_lines is not None and max(edges, lines - edges) > max_lines:
-                what = "edge lines" if edges > max_lines else "blank or comment lines"
+            if max_lines is not None and max(edges, lines - 2 * edges) > max_lines:
+                what = "edge lines" if edges > max_lines else "blank or comment lines beyond one per edge line"
                 raise GraphFormatError(f"{path}: more than {max_lines:,} {what}")
     return edges
 
@@ -302,8 +303,9 @@ def read_edge_pairs(path, num_vertices: int | None = None, *, max_lines: int | N
     """The (k, 2) int64 array of id pairs in a SNAP-style edge list, one row per edge line, checked:
     integers only, two per line, none negative, all below ``num_vertices`` when it is given. Comments may
     hold any bytes; a malformed body line, or any line over MAX_LINE_BYTES, raises GraphFormatError naming
-    the file and the line. With ``max_lines``, reading stops after one line more and a longer file is
-    refused: memory and time stay bounded even for a compressed file that expands without end."""
+    the file and the line. With ``max_lines``, reading stops after one line more (blank and comment lines
+    count from one per edge line on) and a longer file is refused: memory and time stay bounded even for a
+    compressed file that expands without end."""
     path = _existing(path)
     if num_vertices is not None:
         num_vertices = check_integer(num_vertices, "num_vertices", minimum=1)

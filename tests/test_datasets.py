@@ -345,6 +345,18 @@ def test_a_header_whose_lines_end_in_carriage_returns_is_read(server, end):
     assert np.array_equal(graph.in_sources, GRAPH.in_sources)
 
 
+def test_a_download_whose_line_ends_were_converted_twice_is_read(server):
+    """Was refused ('more than 20,000 blank or comment lines'): \\r\\r\\n is a lone \\r and a \\r\\n, a blank
+    line after every line, and the bound on a download's lines counted those blank lines as if a bomb's."""
+    text = gzip.decompress(server.body).decode().replace("\n", "\r\r\n")
+    server.serve(SMALL.filename, gzip.compress(text.encode()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        graph = datasets.load(SMALL, retries=1, progress=False)
+    assert np.array_equal(graph.out_targets, GRAPH.out_targets)
+    assert np.array_equal(graph.in_sources, GRAPH.in_sources)
+
+
 def test_text_after_a_lone_carriage_return_in_the_header_is_a_line_of_its_own(server):
     text = gzip.decompress(server.body).decode().replace("\n# Nodes:", "\r(Nodes and edges:)\n# Nodes:", 1)
     server.serve(SMALL.filename, gzip.compress(text.encode()))

@@ -376,6 +376,17 @@ def test_a_file_of_endless_comments_or_blank_lines_is_refused_early(tmp_path):
         assert time.monotonic() - start < 5
 
 
+def test_a_blank_line_after_each_line_does_not_count_against_max_lines(tmp_path):
+    """\\r\\r\\n line ends (converted twice) put a blank line after every line: read within the edge lines'
+    bound, while blank lines beyond one per edge line still count (and stop a file of nothing else)."""
+    path = tmp_path / "twice.txt.gz"
+    path.write_bytes(gzip.compress(b"# header\r\r\n# more\r\r\n" + b"0 1\r\r\n" * 1_000))
+    assert read_edge_pairs(path, max_lines=1_000).shape == (1_000, 2)
+    path.write_bytes(gzip.compress(b"0 1\n" * 500 + b"\n" * 2_000))
+    with pytest.raises(GraphFormatError, match="more than 1,000 blank or comment lines beyond one per edge line"):
+        read_edge_pairs(path, max_lines=1_000)
+
+
 def test_reading_stops_after_max_lines(tmp_path):
     path = tmp_path / "long.txt.gz"
     path.write_bytes(gzip.compress(b"# a compressed file that expands far beyond what it claims\n"
