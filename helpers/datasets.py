@@ -11,6 +11,7 @@ stream's encoding can take it (progress.say).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -38,7 +39,7 @@ CACHE_FORMAT = 2
 BYTES_PER_EDGE_GUESS = 16  # for the deadline until the server sends a size (SNAP's gzip: ~4 per edge)
 MAX_BYTES_PER_EDGE = 64    # a SNAP edge line is at most ~40 bytes: a larger body per edge is not the file
 STALE_STAGING = 24 * 3600  # seconds: a staging folder whose owner cannot be checked is left this long
-VANISHED_RETRIES = 3       # loads again this often where another process deletes the cache under it
+VANISHED_RETRIES = 3       # tries of a load (and of a cache folder) that another process deletes under it
 STANDIN_VERSION = 1        # raised whenever a generator changes what it makes for the same seed
 STANDIN_ARRAYS = ARRAYS[:-1]
 STATISTICS = {             # what SNAP's dataset pages publish, in SNAP's words
@@ -217,7 +218,10 @@ def _tell_if_passed_over() -> None:
     except OSError as error:
         why.append(f"${DATA_DIR_VARIABLE}={os.environ.get(DATA_DIR_VARIABLE, '')!r} cannot be used "
                    f"({error.strerror or error})")
-    first, (home, no_home) = _candidate_roots()[0], home_folder()
+    home, no_home = home_folder()
+    if not why and home is not None:          # the usual case: nothing passed over, nothing to say
+        return
+    first = _candidate_roots()[0]
     if home is None and first == temp_data_dir() / "cache" and not any(no_home in w for w in why):
         why.append(f"no usable home folder ({no_home})")
     said = "; ".join(why) + f"; the cache is kept in {describe_path(first.parent)} instead"
@@ -308,8 +312,9 @@ def expected_statistics(name_or_dataset) -> tuple[dict[str, int], str, str | Non
     return (ds.fingerprint.pinned() if ds.fingerprint else {}), "SNAP", None
 
 
-def _check(ds: Dataset, path: Path) -> tuple[Graph, dict]:
-    """Parse the downloaded file and check its hash, counts and structure; the graph and what was seen."""
+def _check(ds: Dataset, path: Path, frames: int) -> tuple[Graph, dict]:
+    """Parse the downloaded file and check its hash, counts and structure; the graph and what was seen.
+    ``frames``: how far up the stack load's caller is, where a warning is reported."""
     seen = sha256_of(path)
     if ds.sha256 and seen != ds.sha256:
         raise IntegrityError(f"{ds.name}: sha256 {seen} does not match the pinned {ds.sha256}; "
@@ -330,11 +335,11 @@ def _check(ds: Dataset, path: Path) -> tuple[Graph, dict]:
                              f"incomplete or altered")
     problem = header.mismatch(graph.num_vertices, listed)
     if problem:
-        warn(f"{ds.name}: {problem}", GraphFormatWarning, stacklevel=6)      # load's caller (a download)
+        warn(f"{ds.name}: {problem}", GraphFormatWarning, stacklevel=frames)
     if header.undirected is not None and header.undirected == ds.directed:
         warn(f"{ds.name}: the file's header says {'un' if header.undirected else ''}directed, the registry "
              f"lists it as {'' if ds.directed else 'un'}directed; read as the registry says", GraphFormatWarning,
-             stacklevel=6)
+             stacklevel=frames)
     who = "SNAP publishes" if source == "SNAP" else f"{source} says"
     start = time.perf_counter()
     found = statistics_of(graph, undirected=not ds.directed)
@@ -419,6 +424,7 @@ def _process_stat(pid: int) -> list[bytes] | None:
     return fields if len(fields) > 19 else None
 
 
+@functools.cache
 def _machine() -> str | None:
     """This boot and process namespace, hashed: pids are compared only within it (not across machines or
     containers sharing the cache). None where it cannot be told (no /proc: not Linux)."""
@@ -502,7 +508,7 @@ def _download(ds: Dataset, folder: Path, raw: Path, limits: dict, progress: bool
             if not staging.is_dir():
                 raise _Vanished(f"the staging folder in {describe_path(folder)} was removed") from None
             raise
-        graph, info = _check_kept(ds, fetched)
+        graph, info = _check_kept(ds, fetched, frames=6)         # load > _load > _download > _check_kept
         try:
             os.replace(fetched, raw)
         except OSError as error:
@@ -513,13 +519,13 @@ def _download(ds: Dataset, folder: Path, raw: Path, limits: dict, progress: bool
     return graph, {"url": shown, **info}
 
 
-def _check_kept(ds: Dataset, path: Path) -> tuple[Graph, dict]:
+def _check_kept(ds: Dataset, path: Path, frames: int) -> tuple[Graph, dict]:
     """_check of a file in the cache, which another process may delete or replace meanwhile: _Vanished
     then, never a raw OSError or a verdict on half a file."""
     before = None
     try:
         before = os.stat(path)
-        return _check(ds, path)
+        return _check(ds, path, frames)
     except (OSError, IntegrityError) as error:
         try:
             same = before is not None and os.path.samestat(before, os.stat(path))
@@ -588,7 +594,7 @@ def _load(ds: Dataset, record: dict, limits: dict, progress: bool, verbose: bool
         graph, info = _download(ds, folder, raw, limits, progress, verbose)
     else:
         try:
-            graph, info = _check_kept(ds, raw)
+            graph, info = _check_kept(ds, raw, frames=5)            # load > _load > _check_kept
         except IntegrityError as error:
             try:
                 raw.unlink(missing_ok=True)     # a damaged cached file is never used, and never kept

@@ -55,9 +55,7 @@ def warn(text, category=UserWarning, stacklevel: int = 1) -> None:
     text = fit(text, sys.stderr)
     try:
         warnings.warn(text, category, stacklevel=stacklevel + 1)
-    except (OSError, ValueError) as error:    # UnicodeError is a ValueError; a warning raised by an
-        if isinstance(error, Warning):        # "error" filter is the caller's to see
-            raise
+    except (OSError, ValueError):             # UnicodeError is a ValueError
         say(f"{category.__name__}: {text}", sys.stderr)
 
 
