@@ -50,7 +50,7 @@ def cpu_ms(step, repeat: int = 3, warmup: int = 1) -> Timing:
 
 def python_step(graph, ranks, d=DAMPING):
     """The pure-Python baseline: one interpreted addition per in-link."""
-    host_array(ranks, "ranks")
+    ranks = np.asarray(host_array(ranks, "ranks", ndim=1))
     offsets, sources, degree = graph.in_offsets.tolist(), graph.in_sources.tolist(), graph.out_degree.tolist()
     r = ranks.tolist()
     contrib = [r[u] / degree[u] if degree[u] else 0.0 for u in range(len(r))]
@@ -60,7 +60,7 @@ def python_step(graph, ranks, d=DAMPING):
 
 def numpy_step(graph, ranks, d=DAMPING):
     """The vectorised NumPy baseline: gather per edge, scatter-add per target with bincount."""
-    host_array(ranks, "ranks")
+    ranks = np.asarray(host_array(ranks, "ranks", ndim=1))
     contrib = np.divide(ranks, graph.out_degree, out=np.zeros_like(ranks), where=graph.out_degree > 0)
     targets = np.repeat(np.arange(graph.num_vertices), graph.in_degree)
     pulled = np.bincount(targets, weights=contrib[graph.in_sources], minlength=graph.num_vertices)

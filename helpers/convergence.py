@@ -43,7 +43,7 @@ def change_norms(step, iterations: int):
 def shrink_factor(values, start: int = 0) -> float:
     """The factor a series shrinks by per step, fitted on its logarithm from position ``start`` on; zeros
     (a change that became exactly 0) are left out."""
-    values = np.asarray(host_array(values, "values"), dtype=np.float64)[int(start):]
+    values = np.asarray(host_array(values, "values", ndim=1), dtype=np.float64)[int(start):]
     steps = np.arange(values.size)
     keep = values > 0
     if keep.sum() < 2:
@@ -61,14 +61,14 @@ def average_shrink(first: float, last: float, steps: int) -> float:
 
 def first_below(values, tol: float):
     """The iteration (counted from 1) whose value first falls below ``tol``, or None if none does."""
-    below = np.flatnonzero(np.asarray(host_array(values, "values"), dtype=np.float64) < tol)
+    below = np.flatnonzero(np.asarray(host_array(values, "values", ndim=1), dtype=np.float64) < tol)
     return int(below[0]) + 1 if below.size else None
 
 
 def ulp_sum(ranks) -> float:
     """One unit in the last place of every rank stored as float32, added up: the L1 change of an
     iteration that moved every rank by a single ulp (the yardstick for where float32 stalls)."""
-    ranks = np.asarray(host_array(ranks, "ranks"), dtype=np.float32)
+    ranks = np.asarray(host_array(ranks, "ranks", ndim=1), dtype=np.float32)
     return float(np.spacing(np.abs(ranks)).astype(np.float64).sum())
 
 
@@ -529,7 +529,7 @@ def draw_dropped_lanes(in_degree, ax=None, title: str = ""):
 
     from .figures import reader_of_each_in_link
 
-    degree = np.asarray(host_array(in_degree, "in_degree"), dtype=np.int64)
+    degree = np.asarray(host_array(in_degree, "in_degree", ndim=1), dtype=np.int64)
     lanes = reader_of_each_in_link(degree, "warp") % 32
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 1.9))

@@ -14,7 +14,7 @@ def reader_of_each_in_link(in_degree, pattern: str = "thread", width: int = 4) -
     """For the in-links of the given vertices, in memory order: the thread (global index) that reads each.
     thread: one thread per vertex; warp: 32 lanes per vertex striding by 32; subwarp: ``width`` lanes per
     vertex striding by ``width``; edge: one thread per in-link."""
-    degree = np.asarray(host_array(in_degree, "in_degree"), dtype=np.int64)
+    degree = np.asarray(host_array(in_degree, "in_degree", ndim=1), dtype=np.int64)
     vertex = np.repeat(np.arange(degree.size), degree)
     position = np.arange(degree.sum()) - np.repeat(np.cumsum(degree) - degree, degree)
     if pattern == "thread":
@@ -32,7 +32,7 @@ def who_reads(in_degree, patterns=("thread", "warp"), width: int = 4, ax=None, t
     coloured by the thread that reads it; vertical lines mark where each vertex's in-links start."""
     import matplotlib.pyplot as plt
 
-    degree = np.asarray(host_array(in_degree, "in_degree"), dtype=np.int64)
+    degree = np.asarray(host_array(in_degree, "in_degree", ndim=1), dtype=np.int64)
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 0.6 * len(patterns) + 1.2))
     for row, pattern in enumerate(patterns):

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .gpu import Timing, device_facts, require_gpu, time_back_to_back
-from .graph import host_array
+from .graph import host_array, to_host
 
 SECTOR_BYTES = 32
 WARP = 32
@@ -41,7 +41,7 @@ def sectors_per_edge(in_sources, *, sample_warps: int = 1 << 20) -> float:
     """Distinct 32-byte sectors of a float32 vector that each run of 32 consecutive in-links gathers from,
     divided by 32: 1.0 when every gather needs its own sector, 1/32 when a warp's 32 gathers share one.
     Evenly spaced warps are sampled on big graphs (the figure is an average). NumPy or CuPy input."""
-    host_array(in_sources, "in_sources", gpu=True)
+    host_array(in_sources, "in_sources", gpu=True, ndim=1)
     xp = np
     try:
         import cupy
@@ -50,6 +50,8 @@ def sectors_per_edge(in_sources, *, sample_warps: int = 1 << 20) -> float:
             xp = cupy
     except ImportError:
         pass
+    if xp is np:                       # a list, or a GPU array that is not CuPy's: what to_host says
+        in_sources = to_host(in_sources, "in_sources")
     warps = in_sources.size // WARP
     if warps == 0:
         return float("nan")

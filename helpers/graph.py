@@ -31,9 +31,10 @@ class ArgumentError(ValueError, TypeError):
 
 
 class ArrayKindError(GraphFormatError, ArgumentError):
-    """An array NumPy would read other than as meant: a masked array with masked entries, a SciPy sparse
-    matrix, or an array in GPU memory where host memory is needed (``host_array`` says which). An
-    ArgumentError, and a GraphFormatError as masked ids always were, so that either ``except`` catches it."""
+    """An array NumPy would read other than as meant: a masked array with masked entries (or a list holding
+    one), a SciPy sparse matrix, a numpy.matrix, an array in GPU memory where host memory is needed, or one
+    of another number of dimensions than the function takes (``host_array`` says which). An ArgumentError,
+    and a GraphFormatError as masked ids always were, so that either ``except`` catches it."""
 
 
 class GraphFormatWarning(UserWarning):
@@ -135,25 +136,58 @@ def on_gpu(values) -> bool:
     return type(values).__module__.startswith("cupy") or hasattr(values, "__cuda_array_interface__")
 
 
-def host_array(values, name: str, *, gpu: bool = False, fill: str | None = None):
+def _masked_inside(values) -> bool:
+    """Whether a list or tuple holds, at any depth, a masked array with masked entries (numpy.ma.masked too):
+    NumPy builds an array from it as if nothing were masked."""
+    return any(isinstance(v, (list, tuple)) and _masked_inside(v) or
+               isinstance(v, np.ma.MaskedArray) and np.ma.getmaskarray(v).any()
+               for v in values if isinstance(v, (list, tuple, np.ma.MaskedArray)))
+
+
+def host_array(values, name: str, *, gpu: bool = False, fill: str | None = None, ndim: int | None = None):
     """``values`` unchanged, unless NumPy would read it other than as meant: a masked array with masked entries
-    (read through its mask), a SciPy sparse matrix (read as one object) or, unless ``gpu`` (a function that
-    runs on the GPU too), a GPU array (NumPy refuses it with a bare TypeError). Those raise ArrayKindError
-    naming ``name``; ``fill`` replaces the advice on masked entries. Every public function taking arrays
-    calls this first."""
-    if np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any():
-        raise ArrayKindError(f"{name} is a masked array with masked entries, which NumPy reads through the "
-                             f"mask: " + (fill or f"give every entry a value (e.g. {name}.filled(0)) or drop "
-                                                  f"the masked ones ({name}.compressed())"))
+    or a list holding one (read through the mask), a SciPy sparse matrix (read as one object), a numpy.matrix
+    (2-D whatever is taken from it), unless ``gpu`` (a function that runs on the GPU too) a GPU array (NumPy
+    refuses it with a bare TypeError), and with ``ndim`` an array of another number of dimensions (a 0-d
+    one where a vector is needed). Those raise ArrayKindError naming ``name``; ``fill`` replaces the advice
+    on masked entries. Every public function taking arrays calls this first."""
+    masked = np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any()
+    if masked or isinstance(values, (list, tuple)) and _masked_inside(values):
+        raise ArrayKindError(f"{name} {'is' if masked else 'holds'} a masked array with masked entries, which "
+                             f"NumPy reads through the mask: " +
+                             (fill or f"give every entry a value (e.g. {name}.filled(0)) or drop the masked "
+                                      f"ones ({name}.compressed())"))
     if hasattr(values, "toarray") and hasattr(values, "nnz"):
         raise ArrayKindError(f"{name} is a SciPy sparse {type(values).__name__}; pass a dense array: e.g. "
                              f"{name}.toarray().ravel()")
+    if isinstance(values, np.matrix):
+        raise ArrayKindError(f"{name} is a numpy.matrix, which stays 2-D whatever is taken from it; pass an "
+                             f"array: e.g. numpy.asarray({name}).ravel()")
     if not gpu and on_gpu(values):
         cupy = type(values).__module__.startswith("cupy")
         raise ArrayKindError(f"{name} is a {'CuPy array' if cupy else type(values).__name__} in GPU memory, and "
                              f"this function works on host (NumPy) arrays: copy it to the host first with "
                              f"{name}.get()" + ("" if cupy else f" (CuPy; PyTorch: {name}.cpu().numpy())"))
+    if ndim is not None:
+        try:
+            found = np.ndim(values)
+        except (TypeError, ValueError):        # a ragged list: NumPy cannot tell
+            found = None
+        if found != ndim:
+            raise ArrayKindError(f"{name} must be a {ndim}-D array, got " +
+                                 (f"shape {np.shape(values)}" if found is not None else "a ragged list"))
     return values
+
+
+def to_host(values, name: str, *, ndim: int | None = None) -> np.ndarray:
+    """``values`` as a NumPy array: a CuPy array copied to the host (``.get()``), anything else checked by
+    ``host_array``; a GPU array that is not CuPy's (no ``.get()``) raises ArrayKindError saying how."""
+    host_array(values, name, gpu=True, ndim=ndim)
+    if on_gpu(values) and not isinstance(values, np.ndarray):
+        if not callable(getattr(values, "get", None)):
+            host_array(values, name)                  # says to copy it to the host first
+        values = values.get()
+    return np.asarray(values)
 
 
 def offsets_dtype(num_edges: int) -> type:
@@ -272,7 +306,7 @@ class Graph:
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
     """np.unique by sorting: on integer keys much faster than the hash-based path of NumPy 2.4."""
-    values = np.sort(host_array(values, "values"))
+    values = np.sort(host_array(values, "values", ndim=1))
     if values.size:
         values = values[np.concatenate([[True], values[1:] != values[:-1]])]
     return values

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .graph import host_array
+from .graph import to_host
 
 WARP = 32
 
@@ -13,8 +13,7 @@ WARP = 32
 def busiest_lane(in_degree, lanes_per_vertex: int = 1) -> np.ndarray:
     """In-links walked by the busiest lane of each warp when each vertex gets ``lanes_per_vertex`` lanes (1: a
     thread per vertex; 32: a warp per vertex): a warp is done only when its busiest lane is."""
-    host_array(in_degree, "in_degree", gpu=True)                 # CuPy's is copied to the host
-    degree = np.asarray(getattr(in_degree, "get", lambda: in_degree)(), dtype=np.int64)
+    degree = to_host(in_degree, "in_degree", ndim=1).astype(np.int64)     # CuPy's is copied to the host
     per_lane = -(-degree // lanes_per_vertex)                   # a vertex's in-links over its lanes
     vertices = WARP // lanes_per_vertex
     padded = np.zeros(-(-degree.size // vertices) * vertices, dtype=np.int64)

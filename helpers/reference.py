@@ -102,9 +102,10 @@ def _step_arguments(graph, ranks, damping, teleport):
         raise ArgumentError(f"expected a helpers.graph.Graph (or an object with num_vertices, out_degree, "
                             f"dangling and in_matrix), got {type(graph).__name__}")
     damping = check_damping(damping)
-    xp = sys.modules["cupy"] if type(ranks).__module__.startswith("cupy") else np
-    ranks = _real_vector(ranks, "ranks", "one per vertex", gpu=True)
-    teleport = _real_vector(teleport, "teleport", "one per vertex", gpu=True)
+    cupy = sys.modules.get("cupy")            # CuPy ranks: the step runs on the GPU, else on the host
+    xp = cupy if cupy is not None and isinstance(ranks, cupy.ndarray) else np
+    ranks = _real_vector(ranks, "ranks", "one per vertex", gpu=xp is not np)
+    teleport = _real_vector(teleport, "teleport", "one per vertex", gpu=xp is not np)
     try:
         ranks, teleport = xp.asarray(ranks, dtype=xp.float64), xp.asarray(teleport, dtype=xp.float64)
     except (TypeError, ValueError) as error:

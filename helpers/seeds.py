@@ -15,7 +15,7 @@ import numpy as np
 from . import results, verdicts
 from .floors import BYTES_MODEL, bytes_per_iteration
 from .gpu import Timing
-from .graph import check_seed, host_array
+from .graph import check_seed, host_array, to_host
 from .instruments import WARP
 
 WHOLE = "whole graph"                 # the graph as loaded
@@ -37,7 +37,7 @@ SIX_VERSIONS_SHARE = 0.85             # "Efficiency: 85%"
 
 def growth_exponent(sizes, times) -> float:
     """k in time ~ size^k: the slope of the least-squares line through (log size, log time)."""
-    sizes, times = host_array(sizes, "sizes"), host_array(times, "times")
+    sizes, times = host_array(sizes, "sizes", ndim=1), host_array(times, "times", ndim=1)
     return float(np.polyfit(np.log(np.asarray(sizes, float)), np.log(np.asarray(times, float)), 1)[0])
 
 
@@ -386,8 +386,7 @@ def child_grid_sentences(timings: dict, child_grids: dict, no_child: dict) -> li
 # --- the busiest lane of each warp, for the hybrid and the degree bins -----------------------------------
 
 def _host(values) -> np.ndarray:
-    host_array(values, "in_degree", gpu=True)                     # CuPy's is copied to the host
-    return np.asarray(getattr(values, "get", lambda: values)(), dtype=np.int64)
+    return to_host(values, "in_degree", ndim=1).astype(np.int64)    # CuPy's is copied to the host
 
 
 def _by_warp(values: np.ndarray, per_warp: int) -> np.ndarray:

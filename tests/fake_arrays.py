@@ -1,4 +1,4 @@
-"""Arrays the helpers must refuse, made without CuPy: a stand-in for a CuPy array and a masked one."""
+"""Arrays the helpers must refuse, made without CuPy: a stand-in for a CuPy array, a masked one, a matrix."""
 import numpy as np
 
 
@@ -14,3 +14,12 @@ def masked(values=(1.0, 9.0, 2.0), hidden: int = 1):
     mask = np.zeros(len(values), dtype=bool)
     mask[hidden] = True
     return np.ma.masked_array(np.array(values), mask=mask)
+
+
+def matrix(values=(1.0, 2.0, 3.0)):
+    """A one-row numpy.matrix (made without NumPy's PendingDeprecationWarning about the class)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PendingDeprecationWarning)
+        return np.matrix([list(values)])

@@ -25,6 +25,12 @@ def test_cpu_baselines_refuse_masked_and_gpu_ranks(step):
         step(graph, masked((0.2, 0.5, 0.3)))
     with pytest.raises(ArrayKindError, match=r"ranks is a CuPy array .*ranks\.get\(\)"):
         step(graph, GpuArray())
+    with pytest.raises(ArrayKindError, match=r"ranks must be a 1-D array, got shape \(\)"):
+        step(graph, np.array(0.5))                       # was NumPy's or len()'s error
+    with pytest.raises(ArrayKindError, match="ranks holds a masked array with masked entries"):
+        step(graph, [0.2, np.ma.masked, 0.3])
+    expected = pagerank_step(graph, np.full(3, 1 / 3), DAMPING, teleport_vector(3))
+    assert max_abs_diff(step(graph, [1 / 3] * 3), expected) < 1e-15     # a list: was list's AttributeError
 
 
 def test_the_multicore_baseline_computes_the_reference_step_or_says_why_not():

@@ -14,7 +14,7 @@ from helpers import convergence, floors, gpu, verdicts   # noqa: E402
 from helpers.driver.iteration import Captured           # noqa: E402
 from helpers.gpu import Timing                          # noqa: E402
 from helpers.graph import ArgumentError, ArrayKindError # noqa: E402
-from fake_arrays import GpuArray, masked                # noqa: E402
+from fake_arrays import GpuArray, masked, matrix                # noqa: E402
 
 
 def paired(*samples):
@@ -71,6 +71,26 @@ def test_series_and_ranks_refuse_masked_and_gpu_arrays(call, name, kind):
 def test_sectors_per_edge_refuses_masked_ids_but_runs_on_gpu_arrays_too():
     with pytest.raises(ArrayKindError, match="in_sources is a masked array"):
         floors.sectors_per_edge(masked(tuple(range(64)), hidden=3))
+    with pytest.raises(ArrayKindError, match=r"in_sources is a CuPy array .*in_sources\.get\(\)"):
+        floors.sectors_per_edge(GpuArray())              # without CuPy it cannot be read on the GPU
+    assert floors.sectors_per_edge(list(range(64))) == pytest.approx(4 / 32)    # was list's AttributeError
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda x: convergence.shrink_factor(x), "values"),
+    (lambda x: convergence.first_below(x, 1.5), "values"),
+    (lambda x: convergence.ulp_sum(x), "ranks"),
+    (lambda x: convergence.draw_dropped_lanes(x), "in_degree"),
+])
+def test_series_refuse_a_masked_array_in_a_list_a_matrix_and_a_0d_array(call, name):
+    """Was: [masked array] was read through its mask (ulp_sum counted the hidden 9.0, first_below found it),
+    and a numpy.matrix or a 0-d array met IndexError or was read as a one-value series."""
+    with pytest.raises(ArrayKindError, match=f"{name} holds a masked array with masked entries"):
+        call([masked()])
+    with pytest.raises(ArrayKindError, match=rf"{name} is a numpy\.matrix"):
+        call(matrix())
+    with pytest.raises(ArrayKindError, match=rf"{name} must be a 1-D array, got shape \(\)"):
+        call(np.array(2.0))
 
 
 def test_per_event_divides_paired_differences_and_refuses_unpaired_ones():

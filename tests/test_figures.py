@@ -3,6 +3,7 @@ in the order the lecture's title names them."""
 import matplotlib
 
 matplotlib.use("Agg")
+import numpy as np
 import pytest
 
 from helpers import figures, instruments
@@ -35,3 +36,11 @@ def test_in_degrees_refuse_masked_arrays_and_gpu_ones_where_the_picture_is_drawn
     for call in (figures.reader_of_each_in_link, figures.who_reads):
         with pytest.raises(ArrayKindError, match=r"in_degree is a CuPy array .*in_degree\.get\(\)"):
             call(GpuArray())
+
+    with pytest.raises(ArrayKindError, match=r"in_degree is a CuPy array .*in_degree\.get\(\)"):
+        instruments.busiest_lane(GpuArray())             # was int()'s TypeError: it has no .get()
+    for call in (figures.reader_of_each_in_link, figures.who_reads, instruments.busiest_lane):
+        with pytest.raises(ArrayKindError, match="in_degree holds a masked array with masked entries"):
+            call([masked((2, 50, 3))])                   # busiest_lane read the hidden 50
+        with pytest.raises(ArrayKindError, match=r"in_degree must be a 1-D array, got shape \(\)"):
+            call(np.array(2))

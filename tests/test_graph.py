@@ -18,7 +18,7 @@ from helpers.graphfiles import (MAX_LINE_BYTES, NotRegularFileError, arrays_sha2
 from helpers.graph import (ArgumentError, GraphFormatError, GraphFormatWarning, GraphTooLargeError,
                            INT32_EDGE_LIMIT, build_bytes, check_csr, from_edges, offsets_dtype, relabel)
 from helpers.generators import adversarial_graph, random_graph
-from fake_arrays import GpuArray, masked
+from fake_arrays import GpuArray, masked, matrix
 from snapserver import bounded
 
 
@@ -733,6 +733,37 @@ def test_a_gpu_array_is_recognised_without_cupy_and_host_arrays_pass_unchanged()
         graph.host_array(gpu, "x")
     with pytest.raises(graph.ArrayKindError, match="x is a masked array"):
         graph.host_array(masked(), "x", gpu=True)
+
+
+@pytest.mark.parametrize("value, message", [
+    ([masked()], "x holds a masked array with masked entries"),              # NumPy drops the mask
+    ([[1.0, 2.0], (3.0, masked())], "x holds a masked array"),               # at any depth
+    ([1.0, np.ma.masked, 2.0], "x holds a masked array"),                   # read as 0 or nan
+    (matrix((1.0, 2.0)), r"x is a numpy\.matrix, which stays 2-D"),
+])
+def test_host_array_refuses_masks_inside_lists_and_matrices(value, message):
+    """Was: a list holding a masked array was read through the mask (ulp_sum counted the hidden 9.0,
+    busiest_lane a hidden in-degree), and a numpy.matrix met IndexError or matmul's errors."""
+    with pytest.raises(graph.ArrayKindError, match=message):
+        graph.host_array(value, "x")
+    assert graph.host_array([np.ma.masked_array([1, 2], mask=False), [3, 4]], "x") is not None    # none hidden
+
+
+def test_host_array_checks_dimensions_where_told_and_to_host_copies_only_cupys_arrays():
+    for value, shown in ((np.array(3.0), r"shape \(\)"), ([[1, 2]], r"shape \(1, 2\)"), ([[1], [2, 3]], "ragged")):
+        with pytest.raises(graph.ArrayKindError, match=f"x must be a 1-D array, got (a )?{shown}"):
+            graph.host_array(value, "x", ndim=1)
+    assert graph.to_host([1, 2], "x").tolist() == [1, 2]
+
+    class WithGet(GpuArray):                 # CuPy's own: copied to the host with .get()
+        def get(self):
+            return np.arange(3)
+
+    assert graph.to_host(WithGet(), "x").tolist() == [0, 1, 2]
+    with pytest.raises(graph.ArrayKindError, match=r"x is a CuPy array in GPU memory.*x\.get\(\)"):
+        graph.to_host(GpuArray(), "x")       # was int()'s or NumPy's TypeError where it was read
+    with pytest.raises(graph.ArrayKindError, match=r"values must be a 1-D array, got shape \(\)"):
+        graph.sorted_unique(np.array(3))     # was NumPy's AxisError
 
 
 def test_seconds_are_checked_as_numbers_of_seconds():

@@ -14,7 +14,7 @@ import pytest
 
 from helpers import course, generators
 from helpers import multigpu as mg
-from helpers.graph import GraphFormatError
+from helpers.graph import ArgumentError, ArrayKindError, GraphFormatError
 from helpers.graph import GraphTooLargeError
 from helpers.reference import pagerank, verify_fixed_point
 
@@ -248,6 +248,21 @@ def test_float64_residual_is_the_reference_fixed_point_residual():
     expected = verify_fixed_point(graph, ranks).residual
     assert mg.float64_residual(graph, ranks) == pytest.approx(expected, rel=1e-9)
     assert mg.float64_residual(graph, np.full(graph.num_vertices, 1 / graph.num_vertices)) > 1e-3
+
+
+def test_float64_residual_refuses_masked_gpu_and_misshapen_ranks():
+    """Was: a masked rank was read through its mask (a residual of 16 for a hidden 9.0), a 0-d rank was
+    spread over every vertex, and a GPU vector beside a host graph met float()'s TypeError."""
+    from fake_arrays import GpuArray, masked
+    graph = generators.cycle(3)
+    with pytest.raises(ArrayKindError, match="ranks is a masked array with masked entries"):
+        mg.float64_residual(graph, masked((1 / 3, 9.0, 1 / 3)))
+    with pytest.raises(ArrayKindError, match=r"ranks is a CuPy array .*ranks\.get\(\)"):
+        mg.float64_residual(graph, GpuArray())
+    with pytest.raises(ArrayKindError, match=r"ranks must be a 1-D array, got shape \(\)"):
+        mg.float64_residual(graph, np.array(1 / 3))
+    with pytest.raises(ArgumentError, match=r"ranks needs one entry per vertex \(3\), got shape \(2,\)"):
+        mg.float64_residual(graph, np.full(2, 0.5))
 
 
 def test_bad_arguments_are_refused_before_any_cluster_starts():

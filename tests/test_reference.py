@@ -245,6 +245,20 @@ def test_the_gpu_top_k_refuses_a_masked_vector_and_lets_a_gpu_one_through():
     topk._check(GpuArray(), 2)                       # runs on the GPU: a CuPy vector is what it takes
 
 
+def test_the_step_takes_a_gpu_vector_only_with_gpu_ranks_and_no_masked_list():
+    """Was: a GPU array where CuPy was not loaded raised KeyError('cupy'), a CuPy teleport beside host ranks
+    NumPy's TypeError, and a list holding numpy.ma.masked was read as nan."""
+    graph, ranks = generators.cycle(3), np.full(3, 1 / 3)
+    with pytest.raises(ArrayKindError, match=r"ranks is a CuPy array in GPU memory.*ranks\.get\(\)"):
+        pagerank_step(graph, GpuArray(), 0.85, ranks)
+    with pytest.raises(ArrayKindError, match=r"teleport is a CuPy array in GPU memory.*teleport\.get\(\)"):
+        pagerank_step(graph, ranks, 0.85, GpuArray())
+    with pytest.raises(ArrayKindError, match="a holds a masked array with masked entries"):
+        l1_distance([0.2, np.ma.masked, 0.5], ranks)
+    with pytest.raises(ArrayKindError, match="ranks holds a masked array with masked entries"):
+        top_k([masked((0.5, 9.0, 0.5))[0], masked((0.5, 9.0, 0.5))[1]], 1)
+
+
 def test_a_tolerance_beyond_a_floats_range_is_an_argument_error():
     with pytest.raises(ArgumentError, match="tol must be positive and finite, got inf"):   # was OverflowError
         pagerank(generators.cycle(5), tol=2**2000)

@@ -8,7 +8,7 @@ import pytest
 from helpers import seeds
 from helpers.gpu import Timing
 from helpers.graph import ArrayKindError
-from fake_arrays import GpuArray, masked
+from fake_arrays import GpuArray, masked, matrix
 
 matplotlib.use("Agg")
 
@@ -168,6 +168,22 @@ def test_sizes_times_and_in_degrees_refuse_masked_arrays_and_host_ones_gpu_array
     for busiest in (seeds.busiest_lane_hybrid, seeds.busiest_lane_binned):
         with pytest.raises(ArrayKindError, match="in_degree is a masked array"):
             busiest(masked((40, 3, 2000)))
+
+
+def test_in_degrees_and_series_refuse_masks_in_lists_matrices_and_gpu_arrays_they_cannot_copy():
+    """Was: [masked array] was read through its mask (the hidden in-degree 2000 became a warp's work), a GPU
+    array without CuPy's .get() met int()'s TypeError, and a numpy.matrix polyfit's."""
+    for busiest in (seeds.busiest_lane_hybrid, seeds.busiest_lane_binned):
+        with pytest.raises(ArrayKindError, match="in_degree holds a masked array with masked entries"):
+            busiest([masked((40, 2000, 3))])
+        with pytest.raises(ArrayKindError, match=r"in_degree is a CuPy array .*in_degree\.get\(\)"):
+            busiest(GpuArray())
+        with pytest.raises(ArrayKindError, match=r"in_degree must be a 1-D array, got shape \(\)"):
+            busiest(np.array(40))
+    with pytest.raises(ArrayKindError, match=r"sizes is a numpy\.matrix"):
+        seeds.growth_exponent(matrix(), [1.0, 2.0, 3.0])
+    with pytest.raises(ArrayKindError, match=r"times must be a 1-D array, got shape \(\)"):
+        seeds.growth_exponent([1.0, 2.0, 3.0], np.array(2.0))
 
 
 @pytest.mark.parametrize("seed", [-1, 2.5, np.float64(42), True, 2**63])

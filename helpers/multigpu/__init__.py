@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import gpu
-from ..graph import GraphFormatError, host_array
+from ..graph import ArgumentError, GraphFormatError, host_array, to_host
 from ..gpu import HEADROOM, INT32_MAX
 from ..graph import GraphTooLargeError
 from ..reference import DAMPING, check_damping, check_tol
@@ -114,8 +114,7 @@ class PartitionPlan:
 
 def _host(array, name: str) -> np.ndarray:
     """A NumPy array from a NumPy or CuPy array (CuPy's copy to the host is ``.get()``); nothing masked."""
-    host_array(array, name, gpu=True)
-    return np.asarray(array.get() if hasattr(array, "get") and not isinstance(array, np.ndarray) else array)
+    return to_host(array, name)
 
 
 def partition_by_edges(in_offsets, parts: int) -> PartitionPlan:
@@ -528,7 +527,9 @@ def float64_residual(graph, ranks, damping: float = DAMPING) -> float:
         import scipy.sparse as sparse
         xp = np
     n = int(graph.num_vertices)
-    r = xp.asarray(ranks, dtype=xp.float64)
+    r = xp.asarray(host_array(ranks, "ranks", gpu=xp is not np, ndim=1), dtype=xp.float64)
+    if r.shape != (n,):
+        raise ArgumentError(f"ranks needs one entry per vertex ({n:,}), got shape {r.shape}")
     degree = xp.asarray(graph.out_degree)
     sources, offsets = xp.asarray(graph.in_sources), xp.asarray(graph.in_offsets)
     if sources.size <= INT32_MAX:          # cuSPARSE and SciPy index with int32 up to 2**31 - 1 entries
