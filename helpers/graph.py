@@ -123,6 +123,12 @@ def check_seed(seed, name: str = "seed", *, rng: bool = True):
     return seed
 
 
+def fresh_seed(seed) -> int:
+    """The seed given (checked: ``check_seed``), or a fresh one, printed by the caller so that it can be
+    passed back."""
+    return int(np.random.SeedSequence().entropy % 2**31) if seed is None else check_seed(seed, rng=False)
+
+
 def check_flag(value, name: str) -> bool:
     """``value`` as a bool: only True and False (NumPy's included) pass: 'no' or 2 is not read as True."""
     if not isinstance(value, (bool, np.bool_)):

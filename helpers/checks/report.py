@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..graph import fresh_seed       # the checks name their seed as verify does: checked, or a fresh one
+
 LOG_VARIABLE = "PAGERANK_CHECK_LOG"   # a file each shown report's verdict is added to (helpers.course execute)
 NOT_WRITTEN_YET = "not written yet: replace the TODO with your code"
 CHANGED_INPUT = "your function modified its input"
@@ -83,11 +85,6 @@ class Opaque:
     """Stands for a returned object that does not cross from the process that ran the student's code
     (a generator, a dict, a sparse matrix...): only its description does."""
     description: str
-
-
-def fresh_seed(seed) -> int:
-    """The seed given, or a fresh one (printed in the report so that it can be passed back)."""
-    return int(np.random.SeedSequence().entropy % 2**31) if seed is None else int(seed)
 
 
 def random_ranks(rng, n: int) -> np.ndarray:

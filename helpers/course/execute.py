@@ -170,6 +170,7 @@ def refresh(notebooks: list[Path], *, timeout: int = DEFAULT_TIMEOUT) -> int:
     from ..floors import T4_DRAM_GBS
 
     slower = gpu.measure_copy_bandwidth() / T4_DRAM_GBS       # the T4 model: its datasheet's 320 GB/s
+    gpu.require_gpu().get_default_memory_pool().free_all_blocks()   # the lectures get the whole GPU
     print(f"refreshing {len(notebooks)} notebook(s) in place at the student scale on "
           f"{gpu.device_facts().name}; a T4 (the course's model) moves memory {slower:.0f}x slower",
           flush=True)

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import generators
 from ..gpu import require_gpu
-from ..graph import Graph, check_seed
+from ..graph import Graph, check_seed, fresh_seed
 from ..reference import DAMPING, l1_distance, pagerank, pagerank_step, teleport_vector, verify_fixed_point
 from .device import DeviceGraph
 from .iteration import NotConvergedWarning, make_iteration, pagerank_gpu
@@ -126,7 +126,7 @@ def verify(name_or_variant, *, seed: int | None = None, graphs=None, quiet: bool
     Returns the table of cases; raises VerificationError, naming the failing cases, if any is wrong."""
     import pandas as pd
 
-    seed = int(np.random.SeedSequence().entropy % 2**31) if seed is None else check_seed(seed, rng=False)
+    seed = fresh_seed(seed)
     v = variant(name_or_variant)
     table = pd.DataFrame([_check(g, v, seed) for g in graphs or verification_graphs(seed)
                           if not v.max_vertices or g.num_vertices <= v.max_vertices])
