@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import course, gpu
+from helpers import course
+from helpers.measure import gpu
 
 _mirror = {}
 NVRTC_PROPERTY = "nvrtc"      # a test that compiled a source with NVRTC records it under this name
@@ -139,7 +140,7 @@ def pytest_sessionstart(session):
             "notebooks" in Path(str(a)).resolve().parts or Path(str(a)).resolve() == course.ROOT
             for a in config.args):
         return
-    from helpers import datasets
+    from helpers.data import datasets
 
     try:
         datasets.standin("web-Google", progress=False, verbose=False)
@@ -151,8 +152,8 @@ def _start_web_google_mirror():
     """Serve a generated file with web-Google's counts and sparse ids; point the data settings at it. The
     generated graph is not SNAP's, so its statistics, and the name a loaded graph carries (never
     "web-Google"), go to a file that $PAGERANK_DATA_STATISTICS names."""
-    from helpers import datasets
-    from helpers.generators import rmat_graph
+    from helpers.data import datasets
+    from helpers.core.generators import rmat_graph
     from snapserver import SnapServer, snap_file
 
     folder = Path(tempfile.mkdtemp(prefix="pagerank-mirror-"))

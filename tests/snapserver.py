@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers.graphfiles import write_edge_list
-from helpers.graph import Graph, from_edges
+from helpers.data.graphfiles import write_edge_list
+from helpers.core.graph import Graph, from_edges
 
 
 class SnapServer:
@@ -204,7 +204,7 @@ def snap_bytes(graph: Graph, id_space: int | None = None, seed: int = 0) -> byte
 def serving(monkeypatch, folder: Path, ds, body: bytes):
     """A SnapServer serving ``body`` as the file of dataset ``ds``, with the data settings pointed at it and
     at ``folder`` (data directory and home), SNAP's statistics in force and short pauses between retries."""
-    from helpers import datasets, download
+    from helpers.data import datasets, download
 
     server = SnapServer()
     monkeypatch.setenv(datasets.BASE_URL_VARIABLE, server.url)
@@ -222,7 +222,7 @@ def serving(monkeypatch, folder: Path, ds, body: bytes):
 
 def cached_files(ds) -> list[str]:
     """The files in a dataset's cache folder."""
-    from helpers import datasets
+    from helpers.data import datasets
 
     return sorted(p.name for p in datasets.cache_dir(ds).rglob("*") if p.is_file())
 
@@ -248,7 +248,7 @@ def bounded(call, seconds: float = 30.0):
 def load_elsewhere(ds, env: dict | None = None, **options) -> subprocess.Popen:
     """Another Python process that loads dataset ``ds`` (``datasets.load(ds, **options)``) with this one's
     settings (``env`` on top) and prints 'loaded <vertices> <edges>'; its output is piped."""
-    code = ("import sys\nfrom helpers import datasets\n"
+    code = ("import sys\nfrom helpers.data import datasets\n"
             "ds = datasets.Dataset(sys.argv[1], sys.argv[2], sys.argv[3] == 'True', *map(int, sys.argv[4:]))\n"
             f"graph = datasets.load(ds, **{options!r})\nprint('loaded', graph.num_vertices, graph.num_edges)")
     root = str(Path(__file__).resolve().parent.parent)

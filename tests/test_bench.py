@@ -3,9 +3,12 @@ import json
 import numpy as np
 import pytest
 
-from helpers import baselines, bench, generators
-from helpers.graph import ArrayKindError
-from helpers.reference import DAMPING, max_abs_diff, pagerank_step, teleport_vector
+from helpers.driver import baselines
+from helpers import bench
+from helpers.core import generators
+from helpers.core.graph import ArrayKindError
+from helpers.core.reference import DAMPING, max_abs_diff, pagerank_step, teleport_vector
+from helpers.measure.cpu import cpu_description
 from fake_arrays import GpuArray, masked
 
 
@@ -39,7 +42,7 @@ def test_the_multicore_baseline_computes_the_reference_step_or_says_why_not():
     if run is None:
         assert "Numba is not installed" in what
         return
-    assert "threads on" in what and baselines.cpu_description() in what
+    assert "threads on" in what and cpu_description() in what
     change = run()
     uniform = np.full(graph.num_vertices, 1.0 / graph.num_vertices)
     expected = pagerank_step(graph, uniform, DAMPING, teleport_vector(graph.num_vertices))
@@ -47,7 +50,7 @@ def test_the_multicore_baseline_computes_the_reference_step_or_says_why_not():
 
 
 def test_the_cpu_is_named_with_its_cores():
-    assert "core" in baselines.cpu_description()
+    assert "core" in cpu_description()
 
 
 def test_without_a_gpu_the_bench_says_so_and_runs_the_cpu_part(tmp_path, capsys):
@@ -90,7 +93,7 @@ def test_every_bench_option_has_help_with_its_default(capsys):
 def _part(best_ms, floor_ms, libs_ms, accuracy=1e-7, rng=np.random.default_rng(0)):
     from types import SimpleNamespace
 
-    from helpers.gpu import Timing
+    from helpers.measure.gpu import Timing
 
     def timing(ms):
         return Timing.of(ms * (1 + 0.002 * rng.standard_normal(9)), pairing=1)
@@ -102,7 +105,7 @@ def _part(best_ms, floor_ms, libs_ms, accuracy=1e-7, rng=np.random.default_rng(0
 
 
 def test_the_targets_are_decided_by_the_verdict_rule_and_say_their_numbers():
-    from helpers import bench_gpu
+    from helpers.bench import bench_gpu
 
     libs = {"cuSPARSE SpMV (prepared)": 7.46, "torch CSR mv": 7.47}
     parts = {"web": _part(0.033, 0.0284, {"torch CSR mv": 0.044}),

@@ -11,11 +11,12 @@ import time
 import numpy as np
 import pytest
 
-from helpers.course import describe_path
+from helpers.data.settings import describe_path
 
-from helpers import datasets, graphfiles
-from helpers.generators import rmat_graph
-from helpers.reference import pagerank
+from helpers import course
+from helpers.data import datasets, graphfiles, settings
+from helpers.core.generators import rmat_graph
+from helpers.core.reference import pagerank
 from snapserver import serving, snap_bytes
 
 GRAPH = rmat_graph(3_000, 20_000, seed=9, name="cache test graph")
@@ -184,7 +185,6 @@ def test_a_fifo_in_the_cache_is_refused_without_blocking(server, capsys, name):
 
 def test_a_symlink_loop_as_the_data_directory_falls_back_and_is_printed(server, tmp_path, monkeypatch,
                                                                          capsys):
-    from helpers import course
 
     loop = tmp_path / "loop"
     loop.symlink_to(tmp_path / "other")
@@ -372,7 +372,6 @@ def test_a_file_kept_in_a_folder_now_read_only_is_parsed_not_downloaded(server, 
 def test_a_data_directory_that_cannot_even_be_looked_at_falls_back(server, tmp_path, monkeypatch, capsys,
                                                                    setting):
     """Was RuntimeError (pathlib's expanduser) and OSError (ENAMETOOLONG from a message's is_dir)."""
-    from helpers import course
 
     monkeypatch.setenv("PAGERANK_DATA_DIR", setting)
     assert identical(load(), GRAPH)
@@ -387,15 +386,14 @@ def test_a_data_directory_that_cannot_even_be_looked_at_falls_back(server, tmp_p
 
 def test_a_blank_or_padded_data_directory_setting(tmp_path, monkeypatch):
     """Blank means unset (as for $PAGERANK_DATA_URL), not a folder named '   ' in the working directory."""
-    from helpers import course
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PAGERANK_DATA_DIR", "   ")
-    assert course.data_dir_setting() is None
-    course.data_dir()
+    assert settings.data_dir_setting() is None
+    settings.data_dir()
     assert list(tmp_path.iterdir()) == []
     monkeypatch.setenv("PAGERANK_DATA_DIR", f"  {tmp_path / 'data'}\n")
-    assert course.data_dir() == tmp_path / "data" and (tmp_path / "data").is_dir()
+    assert settings.data_dir() == tmp_path / "data" and (tmp_path / "data").is_dir()
 
 
 @pytest.mark.skipif(not hasattr(socket, "AF_UNIX"), reason="needs Unix sockets")
@@ -415,13 +413,12 @@ def test_a_socket_in_the_cache_is_named_as_one(server, capsys):
 def test_a_relative_data_directory_is_refused_naming_the_fix(server, tmp_path, monkeypatch, capsys, setting):
     """Was resolved against the working directory: a notebook (run in notebooks/) and a script in the course
     folder got two caches from one setting. Refused now, before anything is created or fetched."""
-    from helpers import course
 
     work = tmp_path / "work" / "notebooks"
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
     monkeypatch.setenv("PAGERANK_DATA_DIR", setting)
-    for call in (load, course.data_dir, lambda: datasets.cache_dir(SMALL),
+    for call in (load, settings.data_dir, lambda: datasets.cache_dir(SMALL),
                  lambda: datasets.standin(SMALL, progress=False)):
         with pytest.raises(datasets.SettingError, match=r"\$PAGERANK_DATA_DIR=.* is a relative path.* "
                                                         r"absolute path, e\.g\. \"\$PWD"):
@@ -431,7 +428,7 @@ def test_a_relative_data_directory_is_refused_naming_the_fix(server, tmp_path, m
     course.report()
     assert f"data directory: $PAGERANK_DATA_DIR={setting!r} is a relative path" in capsys.readouterr().out
     monkeypatch.setenv("PAGERANK_DATA_DIR", "~/data")                 # '~' makes it absolute: accepted
-    assert course.data_dir() == tmp_path / "home" / "data"
+    assert settings.data_dir() == tmp_path / "home" / "data"
 
 
 def test_a_data_directory_passed_over_says_why_once(server, tmp_path, monkeypatch, capsys):
@@ -457,7 +454,6 @@ def test_a_data_directory_passed_over_says_why_once(server, tmp_path, monkeypatc
 def test_without_a_usable_home_the_cache_goes_to_the_temp_folder_and_says_so(server, tmp_path, monkeypatch,
                                                                              capsys, home, why):
     """Was: an empty $HOME tried /.cache/... at the filesystem's root, and the message said '~/...'."""
-    from helpers import course
 
     blocker = tmp_path / "a-file"
     blocker.write_text("")
@@ -468,14 +464,14 @@ def test_without_a_usable_home_the_cache_goes_to_the_temp_folder_and_says_so(ser
         monkeypatch.setenv("HOME", str(blocker) if home == "a-file" else home)
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    fallback = course.temp_data_dir()
+    fallback = settings.temp_data_dir()
     assert fallback.parent == tmp_path / "tmp" and fallback.name.startswith("pagerank-on-the-gpu-")
-    assert course.home_folder()[0] is None and why in course.home_folder()[1]
+    assert settings.home_folder()[0] is None and why in settings.home_folder()[1]
     assert identical(load(), GRAPH)
     assert datasets.cache_dir(SMALL) == fallback / "cache" / SMALL.name
     out = capsys.readouterr().out
     assert f"cannot write to {blocker / 'data'} (" in out
-    assert f"; no usable home folder ({course.home_folder()[1]}); keeping the cache in" in out
+    assert f"; no usable home folder ({settings.home_folder()[1]}); keeping the cache in" in out
     assert f"keeping the cache in {fallback / 'cache'}/ instead" in out      # the path used, not '~/...'
     assert "~" not in out
     assert identical(load(), GRAPH) and len(server.requests) == 1
@@ -483,17 +479,16 @@ def test_without_a_usable_home_the_cache_goes_to_the_temp_folder_and_says_so(ser
 
 
 def test_an_empty_home_is_never_the_filesystems_root(server, tmp_path, monkeypatch, capsys):
-    from helpers import course
 
     monkeypatch.setenv("HOME", "")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    assert not course.describe_path(tmp_path / "x").startswith("~")          # was '~/tmp/...'
+    assert not settings.describe_path(tmp_path / "x").startswith("~")          # was '~/tmp/...'
     monkeypatch.setenv("PAGERANK_DATA_DIR", "~/data")                       # was /data
     with pytest.raises(FileNotFoundError, match=r"its '~' names no usable home folder \(\$HOME is empty\)"):
-        course.data_dir_setting()
+        settings.data_dir_setting()
     assert identical(load(), GRAPH)
-    fallback = course.temp_data_dir()
+    fallback = settings.temp_data_dir()
     assert datasets.cache_dir(SMALL) == fallback / "cache" / SMALL.name
     said = ("$PAGERANK_DATA_DIR='~/data' cannot be used (its '~' names no usable home folder ($HOME is "
             f"empty)); the cache is kept in {fallback}/ instead")
@@ -559,15 +554,14 @@ def test_a_cache_folder_deleted_while_it_is_tried_is_made_again_not_passed_over(
 
 def test_without_a_data_folder_or_a_usable_home_the_temp_folder_is_said_once(server, tmp_path, monkeypatch,
                                                                             capsys):
-    from helpers import course
 
-    monkeypatch.setattr(course, "ROOT", tmp_path / "checkout")         # a checkout without data/
+    monkeypatch.setattr(settings, "ROOT", tmp_path / "checkout")         # a checkout without data/
     monkeypatch.delenv("PAGERANK_DATA_DIR")
     monkeypatch.setenv("HOME", "")
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    fallback = course.temp_data_dir()
-    assert course.data_dir() == fallback and course.data_dir_label() == f"{fallback}/"
+    fallback = settings.temp_data_dir()
+    assert settings.data_dir() == fallback and settings.data_dir_label() == f"{fallback}/"
     assert identical(load(), GRAPH) and identical(load(), GRAPH)
     assert datasets.cache_dir(SMALL) == fallback / "cache" / SMALL.name
     out = capsys.readouterr().out

@@ -577,7 +577,7 @@ def pull_sums(kind="right"):
 
 
 def fake_race(pull, dg, x, y, *, trials, launches):
-    from helpers.gpu import Timing
+    from helpers.measure.gpu import Timing
 
     pull(dg, x, y)
     samples = {"your pull_sums": 0.8, "cuSPARSE's SpMV (prepared once)": 1.0, "the random-gather floor": 0.5}
@@ -593,7 +593,7 @@ def fake_race(pull, dg, x, y, *, trials, launches):
     ("raises", "your code raised an error"),
 ])
 def test_beat_the_library_logic(kind, cause, monkeypatch):
-    from helpers import generators
+    from helpers.core import generators
     from helpers.checks import library
 
     monkeypatch.setattr(gpu, "open_device", lambda time_limit: FakeDevice(None))
@@ -674,7 +674,7 @@ def test_a_replaced_reference_stops_a_gpu_checker_before_any_launch(monkeypatch)
     monkeypatch.setattr(pristine.REFERENCE, "pagerank", lambda *args, **kwargs: None)
     monkeypatch.setattr(gpu, "open_device", lambda time_limit: pytest.fail("no device may be opened"))
     report = checks.check_fused_update(defined(load("21_fused_update")[0]), quiet=True)
-    assert report.stopped and "helpers.reference.pagerank is not the code" in report.failures[0].detail
+    assert report.stopped and "helpers.core.reference.pagerank is not the code" in report.failures[0].detail
 
 
 def test_every_float32_sum_of_the_gpu_inputs_is_exact():

@@ -315,7 +315,7 @@ def sleeps():
 
 
 def test_a_function_in_its_own_process_returns_and_raises_as_here():
-    from helpers import gpu
+    from helpers.measure import gpu
 
     assert gpu.in_own_context(added, np.arange(3), 1).tolist() == [1, 2, 3]
     with pytest.raises(ValueError, match="bad input 7"):
@@ -325,7 +325,7 @@ def test_a_function_in_its_own_process_returns_and_raises_as_here():
 
 
 def test_a_process_that_dies_or_hangs_is_named_and_ended():
-    from helpers import gpu
+    from helpers.measure import gpu
 
     with pytest.raises(gpu.ChildDiedError, match="exit code 3"):
         gpu.in_own_context(exits_at_once)
@@ -336,7 +336,7 @@ def test_a_process_that_dies_or_hangs_is_named_and_ended():
 
 
 def test_the_child_is_kept_between_calls_and_replaced_after_it_dies():
-    from helpers import gpu
+    from helpers.measure import gpu
 
     first = gpu.in_own_context(os.getpid)
     assert first != os.getpid() and gpu.in_own_context(os.getpid) == first
@@ -365,14 +365,14 @@ def loses_its_context(status):
 
 @pytest.mark.parametrize("status", ["broken", "busy"])
 def test_a_child_whose_context_is_broken_or_busy_is_replaced(status):
-    from helpers import gpu
+    from helpers.measure import gpu
 
     first = gpu.in_own_context(loses_its_context, status)        # answers, then ends
     assert gpu.in_own_context(os.getpid) not in (first, os.getpid())
 
 
 def test_a_gpu_checker_whose_process_dies_reports_it_and_stops(monkeypatch):
-    from helpers import gpu
+    from helpers.measure import gpu
     from helpers.checks import gpu as checker_gpu
 
     def died(*args, **kwargs):

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from helpers import course
-from helpers.course import sync
+from helpers.course.tools import sync
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None,
                                 reason="needs git (the Colab set-up clones with it)")
@@ -288,14 +288,14 @@ def test_a_partial_or_different_clone_is_fetched_again(colab, remote, damage):
     colab.fail_next_install()
     assert colab.run().returncode != 0
     if damage == "a file missing":
-        (colab.checkout / "helpers" / "graph.py").unlink()
+        (colab.checkout / "helpers" / "core" / "graph.py").unlink()
     elif damage == "no commit":               # a clone interrupted before its first commit arrived
         shutil.rmtree(colab.checkout)
         git("init", "-q", str(colab.checkout), cwd=colab.checkout.parent)
     result = colab.run(branch="pinned" if damage == "another branch" else "main")
     assert result.returncode == 0, result.output
     assert "unfinished fetch of the course (or another version of it): fetching again" in result.stdout
-    assert (colab.checkout / "helpers" / "graph.py").is_file()
+    assert (colab.checkout / "helpers" / "core" / "graph.py").is_file()
     wanted = "pinned" if damage == "another branch" else "main"
     assert git("rev-parse", "HEAD", cwd=colab.checkout) == git("rev-parse", wanted, cwd=remote)
 

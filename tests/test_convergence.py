@@ -1,4 +1,4 @@
-"""helpers.convergence, the plumbing of lectures 20-22, on the CPU: the rates and yardsticks lecture 20
+"""helpers.lectures.l20_convergence, the plumbing of lectures 20-22, on the CPU: the rates and yardsticks lecture 20
 prints, the sentences a control or a part supports, interleaved timing wired to ``gpu.time_paired``, the
 order and sweep summaries, the sizes beyond L2, the T4 model and the drawings."""
 import math
@@ -10,10 +10,12 @@ import pytest
 
 matplotlib.use("Agg")
 
-from helpers import convergence, floors, gpu, verdicts   # noqa: E402
+from helpers.lectures import l20_convergence as convergence
+from helpers.driver import floors
+from helpers.measure import gpu, verdicts   # noqa: E402
 from helpers.driver.iteration import Captured           # noqa: E402
-from helpers.gpu import Timing                          # noqa: E402
-from helpers.graph import ArgumentError, ArrayKindError # noqa: E402
+from helpers.measure.gpu import Timing                          # noqa: E402
+from helpers.core.graph import ArgumentError, ArrayKindError # noqa: E402
 from fake_arrays import GpuArray, masked, matrix                # noqa: E402
 
 

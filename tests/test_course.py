@@ -17,8 +17,10 @@ def with_root_on_path() -> str:
     return os.pathsep.join(filter(None, [str(course.ROOT), os.environ.get("PYTHONPATH")]))
 
 from conftest import gpu_skip_reason
-from helpers import cli, course
-from helpers.course import execute, students, sync
+from helpers.core import cli
+from helpers import course
+from helpers.course.tools import execute, students, sync
+from helpers.data import settings
 
 README = (course.ROOT / "README.md").read_text(encoding="utf-8")
 COLAB_LINK = re.compile(r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/([^)\s]+)")
@@ -190,9 +192,9 @@ def test_the_readme_commands_upgrade_pip_before_installing_the_course(marker):
 
 def test_helpers_import_without_cupy():
     code = ("import sys; sys.modules['cupy'] = None\n"
-            "import helpers, helpers.graph, helpers.generators, helpers.reference, helpers.gpu\n"
+            "import helpers, helpers.core.graph, helpers.core.generators, helpers.core.reference, helpers.measure.gpu\n"
             "import helpers.course\n"
-            "from helpers import gpu\n"
+            "from helpers.measure import gpu\n"
             "status = gpu.gpu_status(); assert not status.available, status\n"
             "assert 'CuPy is not installed' in status.description and 'T4 GPU' in status.description\n"
             "try:\n    gpu.require_gpu()\nexcept gpu.NoGPUError as e:\n    print('refused:', e)\n")
@@ -202,21 +204,21 @@ def test_helpers_import_without_cupy():
 
 
 def test_the_runtime_imports_no_tooling_and_no_cupy():
-    code = ("import sys, helpers.course, helpers.datasets\n"
+    code = ("import sys, helpers.course, helpers.data.datasets\n"
             "print(sorted(m for m in sys.modules if m.startswith(('helpers.course.', 'nbclient', 'nbformat',"
             " 'cupy', 'traitlets'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=course.ROOT)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]", "a lecture's import of helpers.course pulls in: " + out.stdout
-    code = ("import sys, helpers, helpers.course.sync, helpers.course.execute, helpers.course.__main__, "
+    code = ("import sys, helpers, helpers.course.tools.sync, helpers.course.tools.execute, helpers.course.__main__, "
             "helpers.checks; print('cupy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=course.ROOT)
     assert out.stdout.strip() == "False", out.stderr
 
 
 def test_data_dir_follows_the_one_setting(tmp_path, monkeypatch):
-    monkeypatch.setenv(course.DATA_DIR_VARIABLE, str(tmp_path / "elsewhere"))
-    assert course.data_dir() == tmp_path / "elsewhere" and (tmp_path / "elsewhere").is_dir()
+    monkeypatch.setenv(settings.DATA_DIR_VARIABLE, str(tmp_path / "elsewhere"))
+    assert settings.data_dir() == tmp_path / "elsewhere" and (tmp_path / "elsewhere").is_dir()
 
 
 # --- the course's command -------------------------------------------------------------------------------
@@ -349,7 +351,7 @@ def test_every_lecture_reads_the_scale_once_in_its_imports_cell():
 
 
 def test_refresh_without_a_gpu_says_so_and_changes_nothing(tmp_path):
-    from helpers import gpu
+    from helpers.measure import gpu
 
     if gpu.has_gpu():
         pytest.skip("this machine has a GPU: refresh would run the lectures")
@@ -454,7 +456,7 @@ def test_a_test_run_names_each_skip_reason_once_with_a_count(tmp_path):
                             capture_output=True, text=True, cwd=tmp_path,
                             env=dict(os.environ, PYTHONPATH=with_root_on_path()), timeout=300)
     lines = [line for line in result.stdout.splitlines() if line.startswith("SKIPPED")]
-    from helpers import gpu
+    from helpers.measure import gpu
 
     expected = ["SKIPPED [3] no frobnicator here", "SKIPPED [1] another reason"]
     if not gpu.gpu_status().available:
@@ -470,7 +472,7 @@ def test_a_test_run_names_each_skip_reason_once_with_a_count(tmp_path):
 
 
 def test_the_gpu_skip_reason_is_short_and_the_advice_stays_in_the_report():
-    from helpers.gpu import NO_GPU_ADVICE
+    from helpers.measure.gpu import NO_GPU_ADVICE
 
     def described(detail):
         return f"none. {NO_GPU_ADVICE} (Detail: {detail})"

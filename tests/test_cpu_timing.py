@@ -1,14 +1,16 @@
-"""CPU steps timed side by side for the verdict rule (helpers.cpu_timing): interleaved trials that share a
+"""CPU steps timed side by side for the verdict rule (helpers.lectures.l03_cpu_timing): interleaved trials that share a
 pairing id no GPU timing has, a verdict that sees a real difference, clear errors for bad input."""
 import time
 
 import numpy as np
 import pytest
 
-from helpers import cpu_timing, generators, verdicts
-from helpers.gpu import Timing
-from helpers.graph import ArgumentError
-from helpers.reference import DAMPING, pagerank_step, teleport_vector
+from helpers.lectures import l03_cpu_timing as cpu_timing
+from helpers.core import generators
+from helpers.measure import verdicts
+from helpers.measure.gpu import Timing
+from helpers.core.graph import ArgumentError
+from helpers.core.reference import DAMPING, pagerank_step, teleport_vector
 
 
 def test_runs_are_interleaved_in_a_rotating_order_and_share_one_negative_pairing():

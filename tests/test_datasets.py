@@ -11,10 +11,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from helpers.course import describe_path
+from helpers.data.settings import describe_path
 
-from helpers import datasets
-from helpers.generators import rmat_graph
+from helpers.data import datasets
+from helpers.core.generators import rmat_graph
 from snapserver import bounded, cached_files, serving, snap_bytes
 
 GRAPH = rmat_graph(3_000, 20_000, seed=9, name="test graph")
@@ -31,7 +31,7 @@ def server(tmp_path, monkeypatch):
 def test_download_shows_progress_fills_the_cache_and_relabels(server, capfd):
     graph = datasets.load(SMALL, retries=1)
     out = capfd.readouterr().out
-    assert "100%" in out and SMALL.filename in out        # the plain-text progress bar (helpers.progress)
+    assert "100%" in out and SMALL.filename in out        # the plain-text progress bar (helpers.core.progress)
     assert cached_files(SMALL) == ["graph.npz", "info.json", SMALL.filename]
     assert graph.num_vertices == GRAPH.num_vertices and graph.num_edges == GRAPH.num_edges
     assert graph.original_ids.max() + 1 > graph.num_vertices   # sparse ids, relabelled away
@@ -137,7 +137,7 @@ def test_a_standins_seed_is_checked_and_the_largest_one_works():
                           (None, "an integer"), (np.random.default_rng(1), "an integer")):
         with pytest.raises(datasets.ArgumentError, match=f"seed must be {message}"):
             datasets.standin(SMALL, seed, fraction=1 / 4)
-    from helpers.graph import MAX_SEED
+    from helpers.core.graph import MAX_SEED
     assert datasets.standin(SMALL, MAX_SEED, fraction=1 / 4, verbose=False).num_vertices == 750
 
 
@@ -516,7 +516,7 @@ def test_a_fifo_as_the_statistics_file_is_a_setting_error_at_once(server, tmp_pa
 
 
 def test_progress_in_a_captured_stream_is_plain_lines(server, capfd, monkeypatch):
-    from helpers import progress
+    from helpers.core import progress
 
     monkeypatch.setattr(progress, "FIRST_SECONDS", 0.0)            # a start line even for a fast download
     datasets.load(SMALL, retries=1)
@@ -532,7 +532,7 @@ def test_progress_in_a_captured_stream_is_plain_lines(server, capfd, monkeypatch
 def test_a_download_that_ends_before_the_first_look_still_shows_its_progress(server, capfd, monkeypatch):
     import threading
 
-    from helpers import download
+    from helpers.data import download
 
     class Finished(threading.Thread):          # the transfer is over before the watcher first looks
         def start(self):
@@ -549,7 +549,7 @@ def test_a_terminal_gets_tqdm_s_bar(monkeypatch):
     import io
     import sys
 
-    from helpers import progress
+    from helpers.core import progress
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -604,7 +604,7 @@ def test_a_non_ascii_data_folder_under_an_ascii_stream_is_no_error(server, tmp_p
 def test_fit_and_say_never_raise_on_a_streams_encoding():
     import io
 
-    from helpers import progress
+    from helpers.core import progress
 
     stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict")
     progress.say("dätä \udcff ok", file=stream)                    # a folder's undecodable byte, too
@@ -626,7 +626,7 @@ def test_a_stream_that_takes_no_message_costs_the_message_not_the_load(server, m
     import io
     import sys
 
-    from helpers import progress
+    from helpers.core import progress
 
     class Gone(io.StringIO):
         def write(self, text):
@@ -658,7 +658,7 @@ def test_progress_lines_and_warnings_fit_an_ascii_stream(monkeypatch):
     import io
     import sys
 
-    from helpers import progress
+    from helpers.core import progress
 
     out = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict")
     err = io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict")

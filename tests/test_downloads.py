@@ -11,9 +11,9 @@ import time
 import numpy as np
 import pytest
 
-from helpers import datasets, download
-from helpers.graph import ArgumentError
-from helpers.generators import rmat_graph
+from helpers.data import datasets, download
+from helpers.core.graph import ArgumentError
+from helpers.core.generators import rmat_graph
 from snapserver import cached_files, serving, snap_bytes
 
 GRAPH = rmat_graph(2_000, 12_000, seed=21, name="download test graph")

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from helpers import checks, kernels
-from helpers.course import students as exercises
+from helpers.course.tools import students as exercises
 from helpers.checks.lint import lint
 from helpers.checks.probe import probed
 
@@ -100,9 +100,9 @@ MUTANTS = {
          "    sources, targets = pagerank_step.__dict__.setdefault('edges', {}).setdefault(\n"
          "        n, graph.edges())\n", "right answer, but after the checker's earlier calls"),
         ("the course's reference step", None,
-         "    from helpers import reference\n    n = graph.num_vertices\n"
+         "    from helpers.core import reference\n    n = graph.num_vertices\n"
          "    return reference.pagerank_step(graph, ranks, damping, reference.teleport_vector(n))\n",
-         "calls helpers.reference.pagerank_step, the course's own answer"),
+         "calls helpers.core.reference.pagerank_step, the course's own answer"),
         ("self-loops dropped", "    sources, targets = graph.edges()\n",
          "    sources, targets = graph.edges()\n    keep = sources != targets\n"
          "    sources, targets = sources[keep], targets[keep]\n", "self-loops dropped"),
@@ -158,10 +158,10 @@ MUTANTS = {
          "        num_vertices, np.repeat(np.arange(num_vertices), np.diff(out_offsets)))\n",
          "right answer, but after the checker's earlier calls"),
         ("the course's graph builder", None,
-         "    from helpers.graph import from_edges\n"
+         "    from helpers.core.graph import from_edges\n"
          "    graph = from_edges(np.repeat(np.arange(num_vertices), np.diff(out_offsets)), out_targets,\n"
          "                       num_vertices)\n    return graph.in_offsets, graph.in_sources\n",
-         "helpers.graph.from_edges, the course's own answer"),
+         "helpers.core.graph.from_edges, the course's own answer"),
         # second red team
         ("self-loops skipped", "    sources = np.repeat(np.arange(num_vertices), np.diff(out_offsets))\n",
          "    sources = np.repeat(np.arange(num_vertices), np.diff(out_offsets))\n"
@@ -220,9 +220,9 @@ MUTANTS = {
          "    sources, targets = power_iteration.__dict__.setdefault('edges', {}).setdefault(\n"
          "        n, graph.edges())\n", "right answer, but after the checker's earlier calls"),
         ("the course's reference", None,
-         "    from helpers import reference\n"
+         "    from helpers.core import reference\n"
          "    result = reference.pagerank(graph, damping, tol, max_iter=max_iter)\n"
-         "    return result.ranks, result.iterations\n", "helpers.reference.pagerank, the course's own"),
+         "    return result.ranks, result.iterations\n", "helpers.core.reference.pagerank, the course's own"),
         ("the pair swapped", "return ranks, iterations", "return iterations, ranks",
          "the pair is in the wrong order"),
         # second red team
@@ -270,8 +270,8 @@ MUTANTS = {
          "        memo[len(ranks), k] = np.argsort(-np.asarray(ranks), kind='stable')[:k].copy()\n"
          "    return memo[len(ranks), k]\n", "right answer, but after the checker's earlier calls"),
         ("the course's reference", None,
-         "    from helpers import reference\n    return reference.top_k(ranks, k)\n",
-         "calls helpers.reference.top_k, the course's own answer"),
+         "    from helpers.core import reference\n    return reference.top_k(ranks, k)\n",
+         "calls helpers.core.reference.top_k, the course's own answer"),
         ("compared in float16", 'np.argsort(-np.asarray(ranks), kind="stable")',
          'np.argsort(-np.asarray(ranks, dtype=np.float16), kind="stable")', "compared in float16"),
         ("ranks rounded to 10 decimals", 'np.argsort(-np.asarray(ranks), kind="stable")',
@@ -1063,7 +1063,7 @@ def test_an_edited_solution_puts_its_student_version_out_of_step(tmp_path, monke
 @functools.lru_cache(maxsize=None)
 def timing_graph():
     """Exercise 31's race in the GPU suite: a web-like graph of 200,000 vertices (generated, no download)."""
-    from helpers import generators
+    from helpers.core import generators
 
     return generators.web_graph(200_000, 1_200_000, seed=31)
 
@@ -1177,7 +1177,7 @@ def test_a_seed_repeats_the_same_cases():
 
 
 def test_a_gpu_checker_without_a_gpu_says_what_to_do():
-    from helpers import gpu
+    from helpers.measure import gpu
     if gpu.gpu_status().available:
         pytest.skip("this machine has a GPU: the GPU checkers run instead")
     with pytest.raises(gpu.NoGPUError, match="needs a CUDA GPU"):
@@ -1235,30 +1235,30 @@ def test_a_function_that_writes_into_its_callers_arrays_fails():
 
 
 def test_a_function_that_replaces_the_reference_fails_and_the_reference_stays():
-    import helpers.reference
+    import helpers.core.reference
 
-    genuine = helpers.reference.pagerank_step
+    genuine = helpers.core.reference.pagerank_step
 
     def replaces(graph, ranks, damping):
-        helpers.reference.pagerank_step = lambda *args, **kwargs: np.zeros(graph.num_vertices)
+        helpers.core.reference.pagerank_step = lambda *args, **kwargs: np.zeros(graph.num_vertices)
         return np.zeros(graph.num_vertices)
     report = checks.check_pagerank_step(replaces, seed=5, quiet=True)
     assert not report.ok and len(report.failures) == 10
     assert all("not summing to 1" in c or "dangling mass lost" in c for c in report.causes()), str(report)
-    assert helpers.reference.pagerank_step is genuine
+    assert helpers.core.reference.pagerank_step is genuine
 
 
 def test_a_reference_replaced_before_the_checker_is_refused_and_one_replaced_after_is_not_used(monkeypatch):
-    import helpers.reference
+    import helpers.core.reference
     from helpers.checks import pristine
 
     solution = defined(load("01_pagerank_step")[0])
-    monkeypatch.setattr(helpers.reference, "pagerank_step", lambda *args, **kwargs: None)
+    monkeypatch.setattr(helpers.core.reference, "pagerank_step", lambda *args, **kwargs: None)
     assert checks.check_pagerank_step(solution, seed=5, quiet=True).ok       # the private copy is used
     monkeypatch.setattr(pristine.REFERENCE, "pagerank_step", lambda graph, ranks, damping, teleport: ranks)
     report = checks.check_pagerank_step(solution, seed=5, quiet=True)
     assert report.stopped
-    assert "helpers.reference.pagerank_step is not the code in reference.py" in str(report)
+    assert "helpers.core.reference.pagerank_step is not the code in reference.py" in str(report)
     assert "restart the kernel" in report.failures[0].cause
 
 
@@ -1289,12 +1289,12 @@ def test_where_no_child_can_be_forked_the_calls_run_here_and_the_report_says_so(
 
 
 def test_where_no_child_can_be_forked_the_course_answer_is_named_and_its_function_restored(monkeypatch):
-    import helpers.reference
+    import helpers.core.reference
     from helpers.checks import isolation
 
     monkeypatch.setattr(isolation, "CAN_FORK", False)
-    code = helpers.reference.top_k.__code__
-    report = checks.check_top_k(lambda ranks, k: helpers.reference.top_k(ranks, k), seed=5, quiet=True)
-    assert not report.ok and all("helpers.reference.top_k, the course's own answer" in c
+    code = helpers.core.reference.top_k.__code__
+    report = checks.check_top_k(lambda ranks, k: helpers.core.reference.top_k(ranks, k), seed=5, quiet=True)
+    assert not report.ok and all("helpers.core.reference.top_k, the course's own answer" in c
                                  for c in report.causes()), str(report)
-    assert helpers.reference.top_k.__code__ is code
+    assert helpers.core.reference.top_k.__code__ is code

@@ -6,8 +6,9 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 
-from helpers import figures, instruments
-from helpers.graph import ArrayKindError
+from helpers.measure import figures
+from helpers.lectures import l10_instruments as instruments
+from helpers.core.graph import ArrayKindError
 from fake_arrays import GpuArray, masked
 
 

@@ -3,7 +3,8 @@ import re
 import numpy as np
 import pytest
 
-from helpers import generators
+from helpers.core import generators
+from helpers.driver import device_generators
 
 
 def test_tiny_graphs_have_their_shapes():
@@ -55,7 +56,7 @@ def test_rmat_refuses_impossible_requests():
 
 
 def test_the_web_like_graph_has_web_googles_published_shape_and_crawl_locality():
-    from helpers.floors import sectors_per_edge
+    from helpers.driver.floors import sectors_per_edge
     g = generators.web_graph(60_000, 350_000, seed=7, max_out_degree=300, max_in_degree=2_500)
     assert g.num_vertices == 60_000 and g.num_edges == 350_000
     assert g.out_degree.max() == 300 and g.in_degree.max() == 2_500 and (g.in_degree == 2_500).sum() == 1
@@ -74,13 +75,13 @@ def test_the_web_like_graph_is_seeded():
 
 
 def test_sectors_per_edge_counts_distinct_sectors_per_warp():
-    from helpers.floors import sectors_per_edge
+    from helpers.driver.floors import sectors_per_edge
     assert sectors_per_edge(np.zeros(64, dtype=np.int32)) == 1 / 32                # one sector per warp
     assert sectors_per_edge(np.arange(64, dtype=np.int32) * 8) == 1.0             # every gather its own
     assert sectors_per_edge(np.arange(64, dtype=np.int32)) == 4 / 32              # 8 floats per sector
 
 
-from helpers.graph import MAX_SEED, SEED_OFFSET, ArgumentError, GraphTooLargeError  # noqa: E402
+from helpers.core.graph import MAX_SEED, SEED_OFFSET, ArgumentError, GraphTooLargeError  # noqa: E402
 
 
 @pytest.mark.parametrize("call, message", [
@@ -112,7 +113,7 @@ from helpers.graph import MAX_SEED, SEED_OFFSET, ArgumentError, GraphTooLargeErr
     (lambda: generators.web_graph(100, 300), "max_out_degree=456 must be below the 100 vertices"),
     (lambda: generators.web_graph(2_000, 8_000, max_out_degree=40, max_in_degree=10**6),
      "max_in_degree=1,000,000 must be below the 1,688 vertices that link out"),
-    (lambda: generators.without_hub_in_links("graph"), "expected a helpers.graph.Graph, got str"),
+    (lambda: generators.without_hub_in_links("graph"), "expected a helpers.core.graph.Graph, got str"),
 ])
 def test_bad_generator_arguments_are_argument_errors_naming_the_parameter(call, message):
     with pytest.raises(ArgumentError, match=message):
@@ -164,7 +165,7 @@ BAD_SEEDS = [(-1, "seed must be at least 0, got -1"), (1.5, r"seed must be an in
 @pytest.mark.parametrize("make", [
     lambda s: generators.random_graph(50, seed=s), lambda s: generators.adversarial_graph(50, s),
     lambda s: generators.rmat_graph(50, 200, seed=s), lambda s: generators.web_graph(50, 200, seed=s),
-    lambda s: generators.rmat_device(50, 200, seed=s), lambda s: generators.web_like_device(2, seed=s),
+    lambda s: device_generators.rmat_device(50, 200, seed=s), lambda s: device_generators.web_like_device(2, seed=s),
 ])
 def test_bad_seeds_are_refused_before_any_arithmetic_naming_the_seed(make, seed, message):
     """adversarial_graph(seed=np.int64(2**63 - 1)) added 1_000_003 in int64, wrapped around and met NumPy's
@@ -189,7 +190,7 @@ def test_the_largest_seed_works_and_seeds_keep_their_graphs():
 
 def test_the_hub_control_keeps_the_original_ids():
     g = generators.adversarial_graph(3_000, seed=1, hub_in_links=2_000)
-    from helpers.graph import from_edges
+    from helpers.core.graph import from_edges
     src, dst = g.edges()
     named = from_edges(src, dst, g.num_vertices, original_ids=np.arange(g.num_vertices) * 7 + 3)
     control = generators.without_hub_in_links(named)

@@ -11,13 +11,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from helpers import graph, graphfiles
-from helpers.graphfiles import (MAX_LINE_BYTES, NotRegularFileError, arrays_sha256, graph_from_pairs,
-                                looks_undirected, open_regular, read_edge_list, read_edge_pairs, read_header,
-                                write_edge_list)
-from helpers.graph import (ArgumentError, GraphFormatError, GraphFormatWarning, GraphTooLargeError,
-                           INT32_EDGE_LIMIT, build_bytes, check_csr, from_edges, offsets_dtype, relabel)
-from helpers.generators import adversarial_graph, random_graph
+from helpers.core import graph
+from helpers.data import graphfiles
+from helpers.data.graphfiles import (
+    MAX_LINE_BYTES, NotRegularFileError, arrays_sha256, graph_from_pairs, looks_undirected, open_regular,
+    read_edge_list, read_edge_pairs, read_header, write_edge_list)
+from helpers.core.graph import (
+    ArgumentError, GraphFormatError, GraphFormatWarning, GraphTooLargeError, INT32_EDGE_LIMIT, build_bytes,
+    check_csr, from_edges, offsets_dtype, relabel)
+from helpers.core.generators import adversarial_graph, random_graph
 from fake_arrays import GpuArray, masked, matrix
 from snapserver import bounded
 
@@ -205,7 +207,7 @@ def test_reading_does_not_depend_on_the_locale(tmp_path):
     import sys
     path = tmp_path / "accents.txt.gz"
     path.write_bytes(gzip.compress("# Zoë’s graph — naïve “quotes”\n0 1\n1 2\n2 x\n".encode()))
-    script = (f"from helpers.graphfiles import read_edge_list, GraphFormatError\n"
+    script = (f"from helpers.data.graphfiles import read_edge_list, GraphFormatError\n"
               f"try:\n    read_edge_list({str(path)!r})\n"
               f"except GraphFormatError as e:\n    print('refused:', e)\n")
     env = {"LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": "ascii:backslashreplace",

@@ -1,4 +1,4 @@
-"""helpers.hubs on the CPU: the hub summary, the longest block of a timeline, and the with/without table
+"""helpers.lectures.l10_hubs on the CPU: the hub summary, the longest block of a timeline, and the with/without table
 assembled from interleaved timings (the GPU parts replaced by stand-ins that record what they were given)."""
 from types import SimpleNamespace
 
@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import hubs
-from helpers.gpu import Timing
-from helpers.graph import from_edges
+from helpers.lectures import l10_hubs as hubs
+from helpers.measure.gpu import Timing
+from helpers.core.graph import from_edges
 
 
 def star_graph():
@@ -44,7 +44,7 @@ def fake_gpu(monkeypatch, seconds):
     """Stand-ins for the GPU: device graphs that remember their host graph, steps that name what they run,
     and time_paired returning, per run, samples from ``seconds(name, graph, part)`` with one pairing id."""
     import helpers.driver
-    import helpers.gpu
+    import helpers.measure.gpu
 
     seen = {"graphs": [], "runs": None}
 
@@ -73,10 +73,10 @@ def fake_gpu(monkeypatch, seconds):
             out[(name, label)] = Timing.of(base * (1 + 0.001 * rng.standard_normal(trials)), pairing=7)
         return out
 
-    monkeypatch.setattr(helpers.driver, "DeviceGraph", FakeDeviceGraph)
-    monkeypatch.setattr(helpers.driver, "make_iteration", make_iteration)
-    monkeypatch.setattr(helpers.gpu, "time_paired", time_paired)
-    monkeypatch.setattr(helpers.gpu, "device_facts", lambda: SimpleNamespace(name="a fake GPU"))
+    monkeypatch.setattr(hubs, "DeviceGraph", FakeDeviceGraph)
+    monkeypatch.setattr(hubs, "make_iteration", make_iteration)
+    monkeypatch.setattr(hubs, "time_paired", time_paired)
+    monkeypatch.setattr(hubs, "device_facts", lambda: SimpleNamespace(name="a fake GPU"))
     return seen
 
 

@@ -7,11 +7,14 @@ import re
 import numpy as np
 import pytest
 
-from helpers import course, generators, kernels, locality
+from helpers import course, kernels
+from helpers.core import generators
+from helpers.driver import device_generators
+from helpers.driver import locality
 from helpers.driver import VARIANTS     # imports no CuPy
 from helpers.kernels.catalog import CATALOG
-from helpers.graph import ArgumentError, from_edges
-from helpers.reference import pagerank
+from helpers.core.graph import ArgumentError, from_edges
+from helpers.core.reference import pagerank
 
 checking = importlib.import_module("helpers.driver.verify")     # helpers.driver.verify is also a function
 
@@ -188,7 +191,7 @@ def test_deterministic_variants_give_identical_results_twice(name):
 @pytest.mark.gpu
 def test_the_stop_test_on_the_gpu_gives_the_ranks_of_the_iteration_that_met_it():
     from helpers.driver import DeviceGraph, pagerank_gpu
-    from helpers.reference import ConvergenceWarning
+    from helpers.core.reference import ConvergenceWarning
     graph = generators.rmat_graph(60_000, 400_000, seed=14)
     dg = DeviceGraph(graph)
     reference = pagerank(graph, tol=1e-10)
@@ -209,7 +212,7 @@ def test_tol_zero_runs_exactly_max_iter_where_a_tiny_tol_stops_at_an_exact_float
     # lecture 20's fixed-count runs once stopped early: a float32 iteration can reach a change of exactly 0,
     # which is below any positive tol (1e-30 included); tol=0 is the only setting that never stops
     from helpers.driver import pagerank_gpu
-    from helpers.reference import ConvergenceWarning
+    from helpers.core.reference import ConvergenceWarning
     graph = generators.cycle(7)                       # uniform ranks are the fixed point from the start
     assert pagerank_gpu(graph, name, tol=1e-30, max_iter=64).iterations < 64
     with pytest.warns(ConvergenceWarning):
@@ -219,7 +222,7 @@ def test_tol_zero_runs_exactly_max_iter_where_a_tiny_tol_stops_at_an_exact_float
 @pytest.mark.gpu
 @pytest.mark.timing
 def test_the_fused_iteration_does_not_collapse_when_hubs_are_adjacent():
-    from helpers import locality
+    from helpers.driver import locality
     from helpers.driver import DeviceGraph, graph_iteration_ms, pagerank_gpu
     graph = generators.rmat_graph(200_000, 2_000_000, seed=3)
     dg = DeviceGraph(graph)
@@ -309,7 +312,7 @@ def test_the_out_csr_sorted_from_the_in_csr_is_the_graphs_own():
 
 def test_device_bytes_counts_every_array_a_variant_keeps_and_its_largest_temporary():
     from helpers.driver import device, device_bytes
-    from helpers.floors import T4_L2_BYTES
+    from helpers.driver.floors import T4_L2_BYTES
     n, e = 400_000, 3_600_000
     graph = 4 * (n + 1) + 4 * e + 4 * n
     assert device_bytes(n, e, "fused") >= graph + 20 * n + 4 * e // 33        # vectors and medium rows
@@ -428,7 +431,7 @@ def six_versions_wrong() -> tuple[float, int]:
 def _six_versions_kernel_is_caught():
     """Its full-mask shuffle inside a branch is undefined: wrong sums, or on some GPUs a trap that loses
     the CUDA context. It runs in a process of its own, so a trap ends that process only."""
-    from helpers import gpu
+    from helpers.measure import gpu
     try:
         heavy, light = gpu.in_own_context(six_versions_wrong, time_limit=300)
     except (RuntimeError, gpu.ChildDiedError) as error:
@@ -440,7 +443,7 @@ def _six_versions_kernel_is_caught():
 @pytest.mark.gpu
 def test_int64_arrays_that_fit_are_converted_and_too_many_edges_are_refused():
     from types import SimpleNamespace
-    from helpers.graph import Graph
+    from helpers.core.graph import Graph
     from helpers.driver import DeviceGraph, GraphTooLargeError, pagerank_gpu
     g = generators.chain(4)
     wide = Graph(g.num_vertices, g.out_offsets.astype(np.int64), g.out_targets, g.in_offsets.astype(np.int64),
@@ -476,7 +479,7 @@ def test_scan_naive_refuses_large_graphs():
 @pytest.mark.gpu
 def test_a_graph_beyond_the_memory_limit_is_refused_up_front_not_midway():
     import cupy as cp
-    from helpers import gpu
+    from helpers.measure import gpu
     from helpers.driver import DeviceGraph, GraphTooLargeError, device_bytes, pagerank_gpu
     pool = cp.get_default_memory_pool()
     pool.free_all_blocks()
@@ -520,8 +523,8 @@ def test_warp_kernels_index_graphs_beyond_2_27_vertices():
 
 def _top_k_three_ways_with_ties():
     import cupy as cp
-    from helpers import topk
-    from helpers.reference import top_k
+    from helpers.driver import topk
+    from helpers.core.reference import top_k
     for k in (1, 5, 16):
         rng = np.random.default_rng(k)
         for n in (k, 1_000, 300_001):
@@ -592,7 +595,7 @@ def test_the_library_baselines_compute_the_spmv_they_are_timed_for_and_say_nothi
 
     import cupy as cp
 
-    from helpers import baselines
+    from helpers.driver import baselines
     from helpers.driver import DeviceGraph
     graph = generators.rmat_graph(50_000, 600_000, seed=21)
     dg = DeviceGraph(graph)
@@ -621,19 +624,19 @@ def _add_one_adds_one():
 
 
 def _empty_launches():
-    from helpers import gpu
+    from helpers.measure import gpu
     assert gpu.time_back_to_back(lambda: kernels.compiled("empty")((1,), (1,), ()), launches=10).median_ms > 0
 
 
 def _floors_are_ordered():
-    from helpers import floors
+    from helpers.driver import floors
     from helpers.driver import DeviceGraph
     f = floors.measure(DeviceGraph(generators.rmat_graph(60_000, 400_000, seed=14)), launches=3, trials=3)
     assert 0 < f.stream.median_ms <= 1.5 * f.gather.median_ms and 1 / 32 <= f.sectors_per_edge <= 1
 
 
 def _compute_roof_is_measured():
-    from helpers import floors
+    from helpers.driver import floors
     assert floors.compute_roof(rounds=256, trials=3).median_ms > 100          # GFLOP/s: any GPU passes 100
 
 
@@ -666,7 +669,7 @@ def _warp_atomic_sum_adds_everything():
 
 def _the_timeline_records_every_block_and_computes_the_pull():
     import cupy as cp
-    from helpers import instruments
+    from helpers.lectures import l10_instruments as instruments
     from helpers.driver import DeviceGraph
     graph = generators.adversarial_graph(20_001, seed=13, hub_in_links=12_000)
     dg = DeviceGraph(graph)
@@ -691,11 +694,11 @@ OWN_CHECKS = {"timeline": _the_timeline_records_every_block_and_computes_the_pul
 @pytest.mark.timing
 def test_beyond_half_the_l2_the_choice_is_timed_and_never_the_slower_iteration():
     from helpers.driver import DeviceGraph, choose, make_iteration, replayed, time_iterations
-    from helpers.gpu import device_facts
-    from helpers.verdicts import compare
+    from helpers.measure.gpu import device_facts
+    from helpers.measure.verdicts import compare
 
     n = device_facts().l2_bytes // 4 + 1                 # the rank vector is twice half the L2, plus one
-    dg = DeviceGraph(generators.rmat_device(n, 4 * n, seed=5), variant="blocked")
+    dg = DeviceGraph(device_generators.rmat_device(n, 4 * n, seed=5), variant="blocked")
     assert choose(dg, measure=False)[0] == "blocked"     # the size rule alone
     name, why = choose(dg)
     assert name in ("blocked", "fused") and "ms per iteration" in why and "does not fit" in why
@@ -703,5 +706,5 @@ def test_beyond_half_the_l2_the_choice_is_timed_and_never_the_slower_iteration()
     timings = time_iterations({n: replayed(make_iteration(dg, n), 4) for n in (name, other)}, iterations=4,
                               trials=7)
     assert compare(timings[name], timings[other]).word != "slower", why
-    small = DeviceGraph(generators.rmat_device(1000, 5000, seed=5))
+    small = DeviceGraph(device_generators.rmat_device(1000, 5000, seed=5))
     assert choose(small) == ("fused", choose(small, measure=False)[1])   # fits: no timing, the same answer

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from helpers import course, kernels
-from helpers.course import students as exercises
+from helpers.course.tools import students as exercises
 
 LECTURES = course.lecture_notebooks()
 NOTEBOOKS = LECTURES + sorted((course.NOTEBOOKS / "exercises").glob("*.ipynb"))

@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import course, generators
+from helpers import course
+from helpers.core import generators
 from helpers import multigpu as mg
-from helpers.graph import ArgumentError, ArrayKindError, GraphFormatError
-from helpers.graph import GraphTooLargeError
-from helpers.reference import pagerank, verify_fixed_point
+from helpers.core.graph import ArgumentError, ArrayKindError, GraphFormatError
+from helpers.core.graph import GraphTooLargeError
+from helpers.core.reference import pagerank, verify_fixed_point
 
 NEEDS_DASK = "needs dask.distributed: " + mg.INSTALL_HINT
 
@@ -48,7 +49,7 @@ def _python(*arguments: str) -> subprocess.CompletedProcess:
 
 def test_importing_multigpu_imports_neither_dask_nor_cupy():
     out = _python("-c", "import sys, helpers.multigpu\nprint(sorted(m for m in ('cupy', 'dask', "
-                        "'distributed', 'dask_cuda', 'pandas') if m in sys.modules))")
+                        "'distributed', 'dask_cuda') if m in sys.modules))")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
@@ -56,7 +57,7 @@ def test_importing_multigpu_imports_neither_dask_nor_cupy():
 def test_missing_dask_is_refused_with_what_to_install():
     out = _python("-c", "import sys\n"
                   "for name in ('dask', 'distributed', 'dask_cuda'):\n    sys.modules[name] = None\n"
-                  "from helpers import generators, multigpu\n"
+                  "from helpers import multigpu\nfrom helpers.core import generators\n"
                   "calls = (lambda: multigpu.pagerank_multi(generators.cycle(5), 2, backend='cpu'),\n"
                   "         lambda: multigpu.local_cluster(2, 'cpu').__enter__())\n"
                   "for call in calls:\n"
@@ -85,7 +86,7 @@ def test_the_command_line_says_how_to_use_it_and_what_is_installed():
     for command, shown in (("check", "what is installed"), ("bench", "--dask-iterations")):
         helped = _python("-m", "helpers.multigpu", command, "--help")
         assert helped.returncode == 0 and shown in helped.stdout and "NCCL:" not in helped.stdout
-    from helpers import gpu
+    from helpers.measure import gpu
     if not gpu.has_gpu():
         refused = _python("-m", "helpers.multigpu", "bench")
         assert refused.returncode == 2 and "needs a CUDA GPU" in refused.stderr
@@ -278,7 +279,7 @@ def test_bad_arguments_are_refused_before_any_cluster_starts():
 
 
 def test_the_gpu_back_end_without_a_gpu_says_what_to_do():
-    from helpers import gpu
+    from helpers.measure import gpu
     if gpu.has_gpu():
         pytest.skip("this machine has a GPU: the refusal cannot be seen here")
     with pytest.raises(gpu.NoGPUError, match="needs a CUDA GPU"):
@@ -425,7 +426,7 @@ def test_clusters_leave_no_dask_scratch_space_in_the_temporary_folder(references
 # --- on GPUs ----------------------------------------------------------------------------------------
 
 def _gpu_count() -> int:
-    from helpers import gpu
+    from helpers.measure import gpu
     return gpu.require_gpu().cuda.runtime.getDeviceCount() if gpu.has_gpu() else 0
 
 
@@ -527,7 +528,7 @@ def test_the_lecture_is_a_valid_gpu_notebook_whose_code_cells_all_parse():
     assert notebook.cells[0].cell_type == "markdown"
     assert notebook.cells[0].source.startswith("# 50 · Beyond one GPU: ")
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    from helpers.course import sync
+    from helpers.course.tools import sync
     assert code[0].source == sync.setup_cell_source()
     for i, cell in enumerate(code):
         lines = cell.source.splitlines()

@@ -4,7 +4,6 @@ run-the-course command as the whole truth: in a fresh copy of the course, that c
 Jupyter) and ``python -m helpers.course execute`` run every CPU lecture and CPU exercise, and leave the
 notebooks as they are.
 """
-import ast
 import hashlib
 import json
 import os
@@ -20,7 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from helpers import course
-from helpers.course import execute
+from helpers.course.tools import execute
 from test_course import readme_block
 
 PYPROJECT = tomllib.loads((course.ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -142,116 +141,6 @@ def test_every_declared_floor_is_pinned_for_the_floors_run():
 def test_the_floors_run_uses_the_oldest_python_allowed():
     oldest = min(s.version for s in SpecifierSet(PROJECT["requires-python"]) if s.operator == ">=")
     assert f"python{oldest}" in (course.ROOT / ".ci" / "run").read_text(encoding="utf-8")
-
-
-# --- no import circles -----------------------------------------------------------------------------------
-
-HELPERS = course.ROOT / "helpers"
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(course.ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def import_graph() -> dict[str, set[str]]:
-    """helpers' modules -> the helpers modules each imports, from the source: every import statement,
-    those inside functions too, relative ones resolved; ``from P import name`` counts as importing P.name
-    where that is a module, else P."""
-    modules = {module_name(p): p for p in HELPERS.rglob("*.py")}
-    graph = {name: set() for name in modules}
-    for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
-            targets = []
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join(anchor + ([node.module] if node.module else []))
-                for alias in node.names:
-                    targets.append(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
-            for target in targets:
-                while target and target not in modules:      # helpers.gpu.x -> helpers.gpu
-                    target = target.rpartition(".")[0]
-                if target and target != name and target != "helpers":
-                    graph[name].add(target)
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """One circle per group of modules that import one another (Tarjan's strongly connected components)."""
-    index, low, stack, on_stack, groups, counter = {}, {}, [], set(), [], [0]
-
-    def visit(node):
-        index[node] = low[node] = counter[0]
-        counter[0] += 1
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in sorted(graph[node]):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                groups.append(sorted(group))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    found = []
-    for group in groups:                            # a concrete circle through the group, to name it
-        path, members = [group[0]], set(group)
-        while True:
-            nxt = sorted(graph[path[-1]] & members)
-            step = next((n for n in nxt if n == group[0] and len(path) > 1), None)
-            if step:
-                break
-            nxt = [n for n in nxt if n not in path] or nxt
-            path.append(nxt[0])
-            if path[-1] == group[0] or len(path) > len(group) + 1:
-                break
-        found.append(path + [group[0]] if path[-1] != group[0] else path)
-    return found
-
-
-def test_the_import_graph_sees_function_level_and_relative_imports():
-    graph = import_graph()
-    assert {"helpers.gpu", "helpers.baselines"} <= graph["helpers.course"]
-    wanted = {"helpers.course", "helpers.course.students", "helpers.course.files"}
-    assert wanted <= graph["helpers.course.sync"]
-    assert "helpers.course.sync" in graph["helpers.course.__main__"]     # imported inside main()
-    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
-    assert cycles({"a": {"b"}, "b": set()}) == []
-
-
-def test_helpers_modules_form_no_import_circle():
-    found = cycles(import_graph())
-    assert not found, "import circles: " + "; ".join(" -> ".join(c) for c in found)
-
-
-def test_the_course_runtime_imports_no_tooling_and_is_in_no_circle():
-    graph = import_graph()
-    reachable, pending = set(), ["helpers.course"]
-    while pending:
-        for nxt in graph[pending.pop()] - reachable:
-            reachable.add(nxt)
-            pending.append(nxt)
-    tooling = {f"helpers.course.{name}" for name in ("sync", "execute", "students", "__main__")}
-    assert not reachable & tooling, f"the runtime reaches {sorted(reachable & tooling)}"
-    mine = [c for c in cycles(graph) if any(m.startswith(("helpers.course", "helpers.cli")) for m in c)]
-    assert not mine, mine
 
 
 def copy_of_the_course(target: Path) -> Path:

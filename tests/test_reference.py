@@ -4,10 +4,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from helpers import generators
-from helpers.graph import ArgumentError, ArrayKindError
-from helpers.reference import (ConvergenceWarning, l1_distance, max_abs_diff, pagerank, pagerank_step,
-                               rank_correlation, teleport_vector, top_k, top_k_overlap, verify_fixed_point)
+from helpers.core import generators
+from helpers.core.graph import ArgumentError, ArrayKindError
+from helpers.core.reference import (
+    ConvergenceWarning, l1_distance, max_abs_diff, pagerank, pagerank_step, rank_correlation,
+    teleport_vector, top_k, top_k_overlap, verify_fixed_point)
 from fake_arrays import GpuArray, masked
 
 TOL = 1e-12
@@ -126,7 +127,7 @@ def test_bad_parameters_are_argument_errors_both_value_and_type_errors():
     for kind in (ArgumentError, ValueError, TypeError):
         with pytest.raises(kind, match="max_iter must be an integer"):
             pagerank(generators.cycle(5), max_iter=2.5)
-    with pytest.raises(ArgumentError, match="expected a helpers.graph.Graph"):
+    with pytest.raises(ArgumentError, match="expected a helpers.core.graph.Graph"):
         pagerank(np.eye(3))
     assert pagerank(generators.cycle(5), max_iter=np.int64(50)).converged      # NumPy integers are integers
 
@@ -187,7 +188,7 @@ def test_comparisons_refuse_vectors_of_different_lengths():
 
 
 def test_gpu_top_k_arguments_are_checked_before_any_gpu_work():
-    from helpers import topk
+    from helpers.driver import topk
     ranks = np.ones(10, dtype=np.float32)
     topk._check(ranks, np.int64(3))
     for k, message in ((0, r"between 1 and the number of vertices \(10\), got 0"), (11, "got 11"),
@@ -239,7 +240,7 @@ def test_rank_functions_refuse_masked_and_gpu_arrays_alike(call, name, kind):
 
 
 def test_the_gpu_top_k_refuses_a_masked_vector_and_lets_a_gpu_one_through():
-    from helpers import topk
+    from helpers.driver import topk
     with pytest.raises(ArrayKindError, match="ranks is a masked array"):
         topk._check(np.ma.masked_array(np.ones(4, np.float32), mask=[1, 0, 0, 0]), 2)
     topk._check(GpuArray(), 2)                       # runs on the GPU: a CuPy vector is what it takes
@@ -283,7 +284,7 @@ def test_pagerank_step_checks_its_arguments():
     assert np.allclose(pagerank_step(g, list(ranks), 0.85, list(teleport)), 0.25)    # lists are arrays
     for args, message in (((g, ranks, 2.0, teleport), "damping must lie strictly between 0 and 1, got 2.0"),
                           ((g, ranks, "0.85", teleport), "damping must be a number, got '0.85'"),
-                          (("g", ranks, 0.85, teleport), "expected a helpers.graph.Graph .* got str"),
+                          (("g", ranks, 0.85, teleport), "expected a helpers.core.graph.Graph .* got str"),
                           ((g, ranks, 0.85, None), r"one entry per vertex \(4\), got shapes \(4,\) and \(\)"),
                           ((g, ["a"] * 4, 0.85, teleport), "ranks and teleport must be arrays of numbers"),
                           ((g, ranks.astype(complex), 0.85, teleport), "ranks holds complex numbers")):

@@ -3,9 +3,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import results, verdicts
-from helpers.gpu import Timing
-from helpers.graph import ArrayKindError
+from helpers.measure import results, verdicts
+from helpers.measure.gpu import Timing
+from helpers.core.graph import ArrayKindError
 from fake_arrays import GpuArray, masked
 
 
@@ -130,7 +130,7 @@ def test_an_unsettled_verdict_says_which_way_its_interval_reaches():
 
 
 def test_a_control_line_gives_the_share_removed_only_where_the_rule_settled_the_gap():
-    from helpers import scaling
+    from helpers.lectures import l31_scaling as scaling
 
     def v(ratio, word):
         return verdicts.Verdict(ratio, ratio * 0.98, ratio * 1.02, word, True, 15)

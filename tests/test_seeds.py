@@ -1,13 +1,13 @@
-"""helpers.seeds: what the six-versions report's own table implies, the busiest lane of the hybrid and the
+"""helpers.lectures.l13_seeds: what the six-versions report's own table implies, the busiest lane of the hybrid and the
 degree bins against a lane-by-lane simulation, and the control tables' verdicts on made-up paired trials."""
 import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import seeds
-from helpers.gpu import Timing
-from helpers.graph import ArrayKindError
+from helpers.lectures import l13_seeds as seeds
+from helpers.measure.gpu import Timing
+from helpers.core.graph import ArrayKindError
 from fake_arrays import GpuArray, masked, matrix
 
 matplotlib.use("Agg")
@@ -188,6 +188,6 @@ def test_in_degrees_and_series_refuse_masks_in_lists_matrices_and_gpu_arrays_the
 
 @pytest.mark.parametrize("seed", [-1, 2.5, np.float64(42), True, 2**63])
 def test_the_six_versions_seed_is_checked_before_any_gpu_work(seed):
-    from helpers.graph import ArgumentError
+    from helpers.core.graph import ArgumentError
     with pytest.raises(ArgumentError, match="seed must be"):
         seeds.six_versions_at_their_sizes("six_versions", seed=seed)

@@ -1,9 +1,9 @@
 """Tripwires on the course's own answers: while a student's function runs, the helpers that compute what an
-exercise asks for (``helpers.reference.top_k`` for exercise 33...) note every call and then do their work,
+exercise asks for (``helpers.core.reference.top_k`` for exercise 33...) note every call and then do their work,
 so an answer that hands back the course's own result (the checker's expected values come from the same
 code) is named instead of passing.
 
-A wired function keeps its identity (a name imported before, ``from helpers.reference import top_k``,
+A wired function keeps its identity (a name imported before, ``from helpers.core.reference import top_k``,
 is wired too): its code is swapped for a wire that records the call and runs a copy of the original.
 The isolation child installs the wires and never restores them (it exits); the in-process fallback
 restores them after the calls.
@@ -44,7 +44,7 @@ def _resolve(dotted: str):
 
 
 def install(names) -> tuple[dict, callable]:
-    """Wire the functions named ('helpers.reference.top_k'); (the record, a function that restores them).
+    """Wire the functions named ('helpers.core.reference.top_k'); (the record, a function that restores them).
     ``record['call']`` is set by the caller to the index of the call running; ``record['used']`` maps
     each call to the names it called."""
     record = {"call": None, "used": {}, "wires": {}}

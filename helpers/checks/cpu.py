@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Graph
-from .isolation import Call, run_calls
-from .limits import CPU_TIME_LIMIT, Output
-from .pristine import REFERENCE as REF
-from .report import Report, Wrong, random_ranks, run, worst_vertex
-from .returned import (as_array, as_pair, begin, checked, cpu_graphs, graph_arrays, graph_copy,
-                       inputs_unchanged, overflow_cause, pristine_arrays, scale_review,
-                       state_explains, wrapped_type)
+from helpers.core.graph import Graph
+from helpers.checks.isolation import Call, run_calls
+from helpers.checks.limits import CPU_TIME_LIMIT, Output
+from helpers.checks.pristine import REFERENCE as REF
+from helpers.checks.report import Report, Wrong, random_ranks, run, worst_vertex
+from helpers.checks.returned import (
+    as_array, as_pair, begin, checked, cpu_graphs, graph_arrays, graph_copy, inputs_unchanged,
+    overflow_cause, pristine_arrays, scale_review, state_explains, wrapped_type)
 
 DANGLING_LOST = ("dangling mass lost: the rank of vertices without out-links must be spread over all "
                  "vertices (d * dangling mass / n each); without it the ranks sum to less than 1")
@@ -46,10 +46,10 @@ TRANSPOSE_LOOPS = ("self-loops dropped: an edge u -> u is an in-link of u like a
 OUT_COUNTED = ("in_offsets counts each vertex's out-links (np.diff(out_offsets)): a row of the in-CSR holds "
                "the vertex's in-links, counted by target (np.bincount(out_targets, minlength=n))")
 PRISTINE = "helpers.checks.pristine.REFERENCE."
-STEP_ANSWERS = ("helpers.reference.pagerank_step", "helpers.reference.pagerank", PRISTINE + "pagerank_step",
+STEP_ANSWERS = ("helpers.core.reference.pagerank_step", "helpers.core.reference.pagerank", PRISTINE + "pagerank_step",
                 PRISTINE + "pagerank")
-TRANSPOSE_ANSWERS = ("helpers.graph.from_edges", "helpers.graph._build")
-TOP_K_ANSWERS = ("helpers.reference.top_k", PRISTINE + "top_k")
+TRANSPOSE_ANSWERS = ("helpers.core.graph.from_edges", "helpers.core.graph._build")
+TOP_K_ANSWERS = ("helpers.core.reference.top_k", PRISTINE + "top_k")
 COARSE_COMPARE = ("the ranks were compared {how}: ranks closer than that can tell apart ({example}) become "
                   "equal there and are then ordered by id, not by value; sort the float64 ranks themselves")
 

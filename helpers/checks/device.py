@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import generators, kernels
-from ..graph import Graph
-from .limits import KernelHung, wait
-from .probe import READ_SLOTS, SPAN, UNSET
-from .report import Wrong, after_a_fault, changed, worst_vertex
+from helpers.core import generators
+from helpers import kernels
+from helpers.core.graph import Graph
+from helpers.checks.limits import KernelHung, wait
+from helpers.checks.probe import READ_SLOTS, SPAN, UNSET
+from helpers.checks.report import Wrong, after_a_fault, changed, worst_vertex
 
 EPS32 = float(np.finfo(np.float32).eps)
 UNIT = 2.0 ** -24           # dyadic unit of the inputs
@@ -89,7 +90,7 @@ class Device:
     def device_graph(self, graph, arrays: dict | None = None):
         """``graph`` as the course's driver lays it out (a ``driver.DeviceGraph``); ``arrays`` (name ->
         (padded host array, length)) replaces its in-CSR and out-degrees by views of padded copies."""
-        from ..driver import DeviceGraph
+        from helpers.driver import DeviceGraph
 
         dg = DeviceGraph(graph)
         for name, (host, length) in (arrays or {}).items():

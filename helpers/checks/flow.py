@@ -9,7 +9,7 @@ uniform at both scopes whoever writes it.
 """
 from __future__ import annotations
 
-from .cuda import Function, Node, Tok, number, parse_expression, statement_expressions, walk
+from helpers.checks.cuda import Function, Node, Tok, number, parse_expression, statement_expressions, walk
 
 U, L, V = 0, 1, 2       # uniform, lane-linear (uniform + threadIdx.x), varying
 UNIFORM_CALLS = {"__ballot_sync", "__all_sync", "__any_sync"}

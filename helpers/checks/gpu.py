@@ -21,14 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import gpu
-from . import pristine, report as reporting
-from .cuda import strip_comments
-from .device import BLOCK, Device, DeviceCase, Inputs, blocks, output, probe_buffer, writers
-from .lint import lint
-from .limits import GPU_TIME_LIMIT
-from .probe import probed
-from .report import Failure, Report, Wrong, describe_value, fresh_seed, refused, run
+from helpers.measure import gpu
+from helpers.checks import pristine, report as reporting
+from helpers.checks.cuda import strip_comments
+from helpers.checks.device import BLOCK, Device, DeviceCase, Inputs, blocks, output, probe_buffer, writers
+from helpers.checks.lint import lint
+from helpers.checks.limits import GPU_TIME_LIMIT
+from helpers.checks.probe import probed
+from helpers.checks.report import Failure, Report, Wrong, describe_value, fresh_seed, refused, run
 
 
 PROBE_SKIPPED = ("the probed launch was skipped: the checker could not rewrite how this kernel is written "

@@ -15,16 +15,17 @@ import re
 
 import numpy as np
 
-from .cuda import Node, functions, parse_expression, statement_expressions, strip_comments, walk
-from .device import (BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, PAST_THE_END, RACE, SHARED_UNSET, UNIT,
-                     DeviceCase, Inputs, blocks, check_sums, gpu_graphs, output, padded, same_bits, several)
-from .gpu import KERNELS, checker, compiled, launched, own_context, probe_launch
-from .gpu_update import DANGLING_LOST, DIVIDE_BY_ZERO, SEVERAL_THREADS
-from .limits import GPU_TIME_LIMIT
-from .lint import Hazard
-from .pristine import REFERENCE as REF
-from .report import Report, Wrong, fresh_seed, worst_vertex
-from .strides import assignments
+from helpers.checks.cuda import Node, functions, parse_expression, statement_expressions, strip_comments, walk
+from helpers.checks.device import (
+    BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, PAST_THE_END, RACE, SHARED_UNSET, UNIT, DeviceCase, Inputs,
+    blocks, check_sums, gpu_graphs, output, padded, same_bits, several)
+from helpers.checks.gpu import KERNELS, checker, compiled, launched, own_context, probe_launch
+from helpers.checks.gpu_update import DANGLING_LOST, DIVIDE_BY_ZERO, SEVERAL_THREADS
+from helpers.checks.limits import GPU_TIME_LIMIT
+from helpers.checks.lint import Hazard
+from helpers.checks.pristine import REFERENCE as REF
+from helpers.checks.report import Report, Wrong, fresh_seed, worst_vertex
+from helpers.checks.strides import assignments
 
 SPEC = KERNELS["check_fused_update"]
 FEW_BLOCKS = 3              # the small grid: a grid-stride loop walks the whole graph

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import kernels
-from .device import (BLOCK, PAD, PAD_UNITS, UNIT, DeviceCase, Inputs, blocks, check_sums, gpu_graphs,
-                     output, padded, several, shared_changed)
-from .gpu import (KERNELS, checker, compiled, graph_inputs, grids, launched, launches, own_context,
-                  probe_launch)
-from .gpu_update import SEVERAL_THREADS
-from .limits import GPU_TIME_LIMIT
-from .report import Report, Wrong, fresh_seed, random_ranks, worst_vertex
+from helpers import kernels
+from helpers.checks.device import (
+    BLOCK, PAD, PAD_UNITS, UNIT, DeviceCase, Inputs, blocks, check_sums, gpu_graphs, output, padded, several,
+    shared_changed)
+from helpers.checks.gpu import (
+    KERNELS, checker, compiled, graph_inputs, grids, launched, launches, own_context, probe_launch)
+from helpers.checks.gpu_update import SEVERAL_THREADS
+from helpers.checks.limits import GPU_TIME_LIMIT
+from helpers.checks.report import Report, Wrong, fresh_seed, random_ranks, worst_vertex
 
 SPEC = KERNELS["check_pull_bfloat16"]
 FORMAT = 2.0 ** -8          # bfloat16's largest relative rounding error (half a unit in its 8th bit)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .device import BLOCK, PAD, DeviceCase, Inputs, blocks, check_sums, gpu_graphs, several, shared_changed
-from .gpu import (KERNELS, checker, compiled, graph_case, launched, launches, own_context,
-                  probe_launch)
-from .limits import GPU_TIME_LIMIT
-from .probe import UNSET
-from .report import Report, Wrong, fresh_seed
+from helpers.checks.device import (
+    BLOCK, PAD, DeviceCase, Inputs, blocks, check_sums, gpu_graphs, several, shared_changed)
+from helpers.checks.gpu import (
+    KERNELS, checker, compiled, graph_case, launched, launches, own_context, probe_launch)
+from helpers.checks.limits import GPU_TIME_LIMIT
+from helpers.checks.probe import UNSET
+from helpers.checks.report import Report, Wrong, fresh_seed
 
 REDUNDANT_STRIDE = ("a wrong grid stride: several threads compute the same vertex (vertex {v}: threads {a} "
                     "and {b}; {count:,} vertices so). The values come out right, so this is about "

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .device import (BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, PAST_THE_END, RACE, SHARED_UNSET, UNIT,
-                     DeviceCase, Inputs, blocks, first_difference, gpu_graphs, output, padded, several,
-                     shared_changed)
-from .gpu import (KERNELS, checker, compiled, graph_case, grids, launched, launches, own_context,
-                  probe_launch)
-from .limits import GPU_TIME_LIMIT
-from .probe import SPAN
-from .report import Report, Wrong, fresh_seed, random_ranks, worst_vertex
+from helpers.checks.device import (
+    BLOCK, EPS32, NEVER_WRITTEN, PAD, PAD_UNITS, PAST_THE_END, RACE, SHARED_UNSET, UNIT, DeviceCase, Inputs,
+    blocks, first_difference, gpu_graphs, output, padded, several, shared_changed)
+from helpers.checks.gpu import (
+    KERNELS, checker, compiled, graph_case, grids, launched, launches, own_context, probe_launch)
+from helpers.checks.limits import GPU_TIME_LIMIT
+from helpers.checks.probe import SPAN
+from helpers.checks.report import Report, Wrong, fresh_seed, random_ranks, worst_vertex
 
 STRAY = 2.0 ** -10          # |new - old| of each element past n in exercise 20
 DANGLING_LOST = ("dangling mass lost: the rank of vertices without out-links must be spread over all "

@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import borrowed
-from .limits import OUTPUT_LIMIT, Output, TimedOut, call, error_record, limit_note, timed_out, wrong_for
-from .report import GENERATOR, Opaque, Wrong, describe_value
+from helpers.checks import borrowed
+from helpers.checks.limits import (
+    OUTPUT_LIMIT, Output, TimedOut, call, error_record, limit_note, timed_out, wrong_for)
+from helpers.checks.report import GENERATOR, Opaque, Wrong, describe_value
 
 CAN_FORK = hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
 MESSAGE_LIMIT = 1 << 30          # bytes: a larger message from the child is refused

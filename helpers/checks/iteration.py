@@ -11,14 +11,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..graph import Graph
-from .cpu import DANGLING_LOST, NOT_SUMMING, float32_cause, float32_error, step, step_takes
-from .isolation import Call, run_calls
-from .limits import CPU_TIME_LIMIT, Output
-from .pristine import REFERENCE as REF
-from .report import Report, Wrong, largest_difference, run, worst_vertex
-from .returned import (as_array, as_integer, as_pair, begin, checked, cpu_graphs, graph_arrays, graph_copy,
-                       inputs_unchanged, pristine_arrays, scale_review)
+from helpers.core.graph import Graph
+from helpers.checks.cpu import DANGLING_LOST, NOT_SUMMING, float32_cause, float32_error, step, step_takes
+from helpers.checks.isolation import Call, run_calls
+from helpers.checks.limits import CPU_TIME_LIMIT, Output
+from helpers.checks.pristine import REFERENCE as REF
+from helpers.checks.report import Report, Wrong, largest_difference, run, worst_vertex
+from helpers.checks.returned import (
+    as_array, as_integer, as_pair, begin, checked, cpu_graphs, graph_arrays, graph_copy, inputs_unchanged,
+    pristine_arrays, scale_review)
 
 OFF_BY_ONE = ("iteration count off by one: the course counts the steps taken, including the one whose L1 "
               "change fell below tol")
@@ -45,7 +46,7 @@ UNEXPLAINED = ("your ranks are not the course's iterate after {k} steps from the
                "steps")
 OTHER_START_NAMED = ("the start vector is {start}, not the uniform vector 1/n: start every run from "
                      "np.full(n, 1.0 / n)")
-ANSWERS = ("helpers.reference.pagerank", "helpers.reference.iterate",
+ANSWERS = ("helpers.core.reference.pagerank", "helpers.core.reference.iterate",
            "helpers.checks.pristine.REFERENCE.pagerank")          # the course's own answer (``borrowed``)
 MATCH = 1e-11               # L1 distance below which two rank vectors are one iterate (float64 noise ~1e-13)
 FLOAT32_START_ERROR = 3e-7  # the most L1 error a float32 start (or first step) leaves in the first iterate

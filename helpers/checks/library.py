@@ -15,16 +15,19 @@ import time
 
 import numpy as np
 
-from .. import floors, generators, verdicts
-from ..graph import Graph
-from . import pristine
-from .device import PAD, PAD_UNITS, UNIT, DeviceCase, check_sums, gpu_graphs, output, padded
-from .gpu import open_device
-from .limits import GPU_TIME_LIMIT, Output, call
-from .lint import lint
-from .report import CHANGED_INPUT, Report, Wrong, changed, describe_value, fresh_seed, random_ranks, refused
-from .report import run as run_cases
-from .report import worst_vertex
+from helpers.driver import floors
+from helpers.core import generators
+from helpers.measure import verdicts
+from helpers.core.graph import Graph
+from helpers.checks import pristine
+from helpers.checks.device import PAD, PAD_UNITS, UNIT, DeviceCase, check_sums, gpu_graphs, output, padded
+from helpers.checks.gpu import open_device
+from helpers.checks.limits import GPU_TIME_LIMIT, Output, call
+from helpers.checks.lint import lint
+from helpers.checks.report import (
+    CHANGED_INPUT, Report, Wrong, changed, describe_value, fresh_seed, random_ranks, refused)
+from helpers.checks.report import run as run_cases
+from helpers.checks.report import worst_vertex
 
 YOURS, CUSPARSE, FLOOR = "your pull_sums", "cuSPARSE's SpMV (prepared once)", "the random-gather floor"
 SLOW = 1.0                  # seconds per call past which the timing is skipped
@@ -63,7 +66,9 @@ def source_cases(function) -> list:
 def race(pull, dg, x, y, *, trials: int, launches: int) -> tuple[dict, str, int]:
     """(timings, the GPU's name, its L2 bytes): the student's pull, cuSPARSE's SpMV prepared once and the
     random-gather floor on one graph, timed interleaved, trial by trial."""
-    from .. import baselines, gpu, kernels
+    from helpers.driver import baselines
+    from helpers.measure import gpu
+    from helpers import kernels
 
     cp = gpu.require_gpu()
     spmv = baselines.PreparedSpMV(dg, x, cp.empty_like(y))
@@ -82,7 +87,7 @@ def timing_graph(graph) -> Graph:
     """The graph the time is measured on: web-Google (or its stand-in) unless another is given."""
     if isinstance(graph, Graph):
         return graph
-    from .. import datasets
+    from helpers.data import datasets
 
     return datasets.load_or_standin(graph or "web-Google")
 
@@ -164,7 +169,7 @@ class Checker:
         timings, name, l2 = race(self.pull, dg, x, y, trials=trials, launches=launches)
         library = verdicts.compare(timings[YOURS], timings[CUSPARSE])
         floor = verdicts.compare(timings[YOURS], timings[FLOOR])
-        from ..results import about
+        from helpers.measure.results import about
 
         return "; ".join([f"on {name}, {graph.name} ({n:,} vertices, {e:,} edges): about "
                           f"{about(timings[YOURS])} ms per call ({trials} interleaved trials of {launches})",

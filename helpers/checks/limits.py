@@ -16,8 +16,8 @@ import threading
 import time
 import traceback
 
-from ..gpu import queue_finished
-from .report import NOT_WRITTEN_YET, Wrong
+from helpers.measure.gpu import queue_finished
+from helpers.checks.report import NOT_WRITTEN_YET, Wrong
 
 CPU_TIME_LIMIT = 60.0        # seconds per call of a student's function
 GPU_TIME_LIMIT = 20.0        # seconds to wait for one kernel launch to finish

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cuda import Function, Node, functions, match, number, parse_expression, statement_expressions, walk
-from .flow import U, Uniformity, constants_of
-from .strides import assignments, lane_strides
+from helpers.checks.cuda import (
+    Function, Node, functions, match, number, parse_expression, statement_expressions, walk)
+from helpers.checks.flow import U, Uniformity, constants_of
+from helpers.checks.strides import assignments, lane_strides
 
 COLLECTIVES = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync", "__syncwarp",
                "__ballot_sync", "__all_sync", "__any_sync", "__match_any_sync", "__match_all_sync"}

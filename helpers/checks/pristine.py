@@ -1,10 +1,10 @@
 """Private copies of the float64 reference, taken when ``helpers.checks`` is imported: the checkers compute
-their expected values with these, so code that later replaces ``helpers.reference.pagerank_step`` (or any
+their expected values with these, so code that later replaces ``helpers.core.reference.pagerank_step`` (or any
 other function of it) changes nothing the checkers use.
 
 Each copy is the same code with globals of its own (a snapshot of the module's namespace in which every
 function of the module is itself a copy), so one reference function calling another calls the copy too.
-``replaced()`` compares each copy's code with the code compiled from ``helpers/reference.py`` on disk: a
+``replaced()`` compares each copy's code with the code compiled from ``helpers/core/reference.py`` on disk: a
 function replaced before this package was imported shows there, and the checkers then refuse to run.
 What no copy can protect is NumPy, SciPy or the graph classes rewritten in the same process: the student's
 functions run in a child process where they can change nothing of the checker's (``checks.isolation``).
@@ -15,7 +15,7 @@ import ast
 import types
 from pathlib import Path
 
-from .. import reference as live_reference
+from helpers.core import reference as live_reference
 
 NAMES = ("DAMPING", "teleport_vector", "pagerank_step", "pagerank", "top_k", "l1_distance")
 
@@ -38,7 +38,7 @@ SOURCE = Path(live_reference.__file__)
 
 
 def replaced() -> list[str]:
-    """The reference functions whose private copy is not the code in ``helpers/reference.py`` (replaced
+    """The reference functions whose private copy is not the code in ``helpers/core/reference.py`` (replaced
     before ``helpers.checks`` was imported, or the file edited since); [] when all are genuine or the file
     cannot be read (then there is nothing to compare with)."""
     try:
@@ -65,7 +65,7 @@ def refusal() -> tuple[str, str] | None:
     found = replaced()
     if not found:
         return None
-    names = ", ".join(f"helpers.reference.{name}" for name in found)
+    names = ", ".join(f"helpers.core.reference.{name}" for name in found)
     return (f"{names} is not the code in {SOURCE.name}",
             "the checker's expected values come from the course's float64 reference, and this one was "
             "replaced (or the file changed) before helpers.checks was imported: restart the kernel (Kernel "

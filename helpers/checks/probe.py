@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from .cuda import strip_comments
+from helpers.checks.cuda import strip_comments
 
 SPAN = 1 << 18              # elements between an output and its first probe array; outputs must be shorter
 UNSET = 0xFFFFFFFF          # the lowest-writer array starts at this value: no thread stored the element

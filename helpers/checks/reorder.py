@@ -16,14 +16,15 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from .. import floors, generators
-from ..graph import Graph
-from .isolation import Call, run_calls
-from .limits import CPU_TIME_LIMIT, Output
-from .pristine import REFERENCE as REF
-from .report import Report, Wrong, describe_value, run
-from .returned import (as_array, begin, checked, cpu_graphs, inputs_unchanged, overflow_cause,
-                       scale_review, wrapped_type)
+from helpers.driver import floors
+from helpers.core import generators
+from helpers.core.graph import Graph
+from helpers.checks.isolation import Call, run_calls
+from helpers.checks.limits import CPU_TIME_LIMIT, Output
+from helpers.checks.pristine import REFERENCE as REF
+from helpers.checks.report import Report, Wrong, describe_value, run
+from helpers.checks.returned import (
+    as_array, begin, checked, cpu_graphs, inputs_unchanged, overflow_cause, scale_review, wrapped_type)
 
 ANSWERS = ("helpers.checks.reorder.out_degree_order", "helpers.checks.reorder.relabelled")
 STEPS = 30                  # float64 steps of both graphs compared (PageRank up to the renumbering)
@@ -48,7 +49,7 @@ NOT_MOVED = ("the rows were not moved: row i must hold the in-links of the verte
              "yours holds those of old vertex i")
 UNCHANGED = "the in-CSR came back as it was given: the rows must move and the sources be renamed"
 ROW_ORDER = ("the right in-links in the wrong order: each row's sources in increasing order (as "
-             "helpers.graph stores them; the sectors a warp gathers depend on it)")
+             "helpers.core.graph stores them; the sectors a warp gathers depend on it)")
 CHANGES_PAGERANK = ("PageRank is not unchanged up to the renumbering: your in-CSR is another graph; row i "
                     "must hold new_id[u] for every in-link u -> perm[i]")
 ROWS = ("wrong row bounds: in_offsets[i] is how many in-links the new vertices before i have (the rows in "
@@ -203,7 +204,7 @@ def measured(graph: Graph, perm: np.ndarray, offsets: np.ndarray, sources: np.nd
         return ""
     before, after = floors.sectors_per_edge(graph.in_sources), floors.sectors_per_edge(sources)
     found = f"sector requests per edge: {before:.3f} in the given order, {after:.3f} in yours"
-    from ..gpu import has_gpu
+    from helpers.measure.gpu import has_gpu
 
     if has_gpu():
         found += "; " + timed(graph, perm, offsets, sources)
@@ -212,8 +213,8 @@ def measured(graph: Graph, perm: np.ndarray, offsets: np.ndarray, sources: np.nd
 
 def timed(graph: Graph, perm: np.ndarray, offsets: np.ndarray, sources: np.ndarray) -> str:
     """The course's pull_contrib in the given order and in yours, timed interleaved, with the verdict."""
-    from .. import gpu, verdicts
-    from ..driver import DeviceGraph, variant
+    from helpers.measure import gpu, verdicts
+    from helpers.driver import DeviceGraph, variant
 
     cp = gpu.require_gpu()
     pull = variant("pull_contrib")

@@ -10,11 +10,11 @@ import dataclasses
 
 import numpy as np
 
-from .. import generators
-from ..graph import Graph
-from . import borrowed, pristine
-from .report import (CHANGED_INPUT, GENERATOR, Opaque, Report, Wrong, changed, describe_value, fresh_seed,
-                     refused)
+from helpers.core import generators
+from helpers.core.graph import Graph
+from helpers.checks import borrowed, pristine
+from helpers.checks.report import (
+    CHANGED_INPUT, GENERATOR, Opaque, Report, Wrong, changed, describe_value, fresh_seed, refused)
 
 GRAPH_ARRAYS = ("out_offsets", "out_targets", "in_offsets", "in_sources", "out_degree")
 NARROW = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32)

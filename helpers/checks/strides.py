@@ -4,8 +4,8 @@ read a row (``in_sources``), lane l takes elements l, l + stride, ... (the strid
 """
 from __future__ import annotations
 
-from .cuda import Function, Node, number, parse_expression, statement_expressions, walk
-from .flow import constants_of
+from helpers.checks.cuda import Function, Node, number, parse_expression, statement_expressions, walk
+from helpers.checks.flow import constants_of
 
 LANE_STRIDE = ("the lanes do not stride the in-links by {stride} as the exercise prescribes (this loop "
                "steps by {got}): lane l must take in-links l, l + {stride}, ..., so that the lanes of a "

@@ -5,8 +5,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from .. import cli
-from . import ROOT, exercise_notebooks, lecture_notebooks, needs_gpu, report
+from helpers.core import cli
+from helpers.course import exercise_notebooks, lecture_notebooks, needs_gpu, report
+from helpers.course.tools import sync
+from helpers.course.tools.execute import DEFAULT_OUT, DEFAULT_TIMEOUT, execute_all, executed_path, refresh
+from helpers.data.settings import ROOT
 
 DESCRIPTION = ("The course's commands: run its notebooks, refresh the GPU lectures' outputs, keep them in step "
                "with its settings, report.")
@@ -14,7 +17,6 @@ DESCRIPTION = ("The course's commands: run its notebooks, refresh the GPU lectur
 
 def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The command's parser and each subcommand's, by name."""
-    from .execute import DEFAULT_OUT, DEFAULT_TIMEOUT
 
     parser = argparse.ArgumentParser(prog="python -m helpers.course", description=DESCRIPTION,
                                      formatter_class=cli.HelpFormatter)
@@ -88,7 +90,6 @@ def notebooks_named(parser: argparse.ArgumentParser, named: list[Path], default:
 
 
 def run_execute(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from .execute import execute_all, executed_path
 
     notebooks = notebooks_named(parser, args.notebooks, lecture_notebooks() +
                                 (exercise_notebooks() if args.exercises else []))
@@ -111,7 +112,6 @@ def main(argv=None) -> int:
         return run_execute(commands["execute"], commands["execute"].parse_intermixed_args(argv[1:]))
     args = parser.parse_args(argv)
     if args.command == "refresh":
-        from .execute import refresh
 
         notebooks = notebooks_named(commands["refresh"], args.notebooks,
                                     [p for p in lecture_notebooks() if needs_gpu(p)])
@@ -119,7 +119,6 @@ def main(argv=None) -> int:
     if args.command == "report":
         report()
         return 0
-    from . import sync
 
     try:
         if args.command == "sync":

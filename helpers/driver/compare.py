@@ -7,13 +7,16 @@ import warnings
 from types import SimpleNamespace
 
 import numpy as np
+import pandas as pd
 
-from ..floors import BYTES_MODEL, bytes_per_iteration
-from ..gpu import Timing, device_facts, ensure_fits, require_gpu, time_back_to_back, time_gpu
-from ..reference import DAMPING, iterate, l1_distance, max_abs_diff, pagerank
-from .device import DeviceGraph, as_device_graph
-from .iteration import NotConvergedWarning, graph_iteration_ms, make_iteration, pagerank_gpu
-from .variants import variant
+from helpers.core.reference import DAMPING, iterate, l1_distance, max_abs_diff, pagerank
+from helpers.driver.baselines import PreparedSpMV, torch_spmv
+from helpers.driver.device import DeviceGraph, as_device_graph
+from helpers.driver.floors import BYTES_MODEL, bytes_per_iteration
+from helpers.driver.iteration import (NotConvergedWarning, graph_iteration_ms, make_iteration, pagerank_gpu,
+                                      replayed, time_iterations)
+from helpers.driver.variants import variant
+from helpers.measure.gpu import Timing, device_facts, ensure_fits, require_gpu, time_back_to_back, time_gpu
 
 
 def graph_label(graph) -> str:
@@ -57,7 +60,6 @@ def compare(graph, names, *, tol: float = 1e-6, launches: int = 20, trials: int 
     replay. Iterations to the L1 stop test, distance to the float64 reference, GB/s by the byte model and
     the iteration as a multiple of ``floor`` (the random-gather floor's Timing, if given). Its attrs say
     which GPU, graph and stop test."""
-    import pandas as pd
 
     dg = as_device_graph(graph)
     reference = reference if reference is not None else float64_reference(dg)
@@ -90,3 +92,31 @@ def compare(graph, names, *, tol: float = 1e-6, launches: int = 20, trials: int 
         floor=None if floor is None else f"random-gather floor {floor} (x_gather_floor = iteration / floor)")
     return table
 
+
+WHOLE = ("fused", "blocked")      # the course's whole-iteration variants, replayed as CUDA graphs
+
+LIBRARY_REPLAYED = 10             # iterations per captured graph in the head-to-head with the libraries
+
+
+def libraries(dg, x, y) -> dict:
+    """The libraries' SpMV alone, as a careful user calls it: cuSPARSE prepared once, PyTorch's CSR mv."""
+    runs = {"cuSPARSE SpMV (prepared)": PreparedSpMV(dg, x, y)}
+    run, what = torch_spmv(dg, x)
+    if run is not None:
+        runs["torch CSR mv"] = run
+    else:
+        print(f"  PyTorch baseline skipped: {what}")
+    return runs
+
+
+def head_to_head(dg, args, floor, cp, names=WHOLE) -> dict:
+    """The course's whole iterations (CUDA graphs) and the libraries' SpMV, interleaved trial by trial."""
+    x = cp.full(dg.num_vertices, 1.0 / dg.num_vertices, dtype=cp.float32)
+    y = cp.empty_like(x)
+    runs = {name: replayed(make_iteration(dg, name), LIBRARY_REPLAYED) for name in names}
+    runs |= libraries(dg, x, y)                                     # each called LIBRARY_REPLAYED times per trial
+    timings = time_iterations(runs, iterations=LIBRARY_REPLAYED, trials=args.trials,
+                                 launches=max(1, args.launches // LIBRARY_REPLAYED))
+    best = min(names, key=lambda n: timings[n].median_ms)
+    rows = [{"what": name, "ms": t, "x_gather_floor": t.median_ms / floor.gather.median_ms} for name, t in timings.items()]
+    return {"timings": timings, "best": best, "rows": rows}

@@ -6,9 +6,9 @@ from functools import cached_property
 
 import numpy as np
 
-from ..floors import T4_L2_BYTES
-from ..gpu import INT32_MAX, device_facts, ensure_fits, has_gpu, require_gpu
-from ..graph import Graph, GraphTooLargeError
+from helpers.core.graph import Graph, GraphTooLargeError
+from helpers.driver.floors import T4_L2_BYTES
+from helpers.measure.gpu import INT32_MAX, device_facts, ensure_fits, has_gpu, require_gpu
 
 BLOCK = 256                         # threads per block for every launcher
 HISTORY = 4096                      # L1 changes kept on the GPU (a ring)
@@ -102,7 +102,7 @@ def device_bytes(num_vertices: int, num_edges: int, variant: str = "fused", *,
     ``pagerank_gpu``: the in-CSR and out-degrees (int32, or ``offset_bytes=8``), the variant's own layout
     with its build's temporaries, and the iteration's vectors. An upper bound where the graph decides
     (rows per segment, medium rows); blocked and pull_segmented count this GPU's segments (with no GPU, a
-    T4's: the most). push_atomic and scan_naive count an out-CSR sorted on the GPU (a helpers.graph.Graph
+    T4's: the most). push_atomic and scan_naive count an out-CSR sorted on the GPU (a helpers.core.graph.Graph
     brings its own)."""
     name = getattr(variant, "name", variant)
     return _peak_bytes(int(num_vertices), int(num_edges), name, int(offset_bytes), host_out_csr=False)
@@ -179,7 +179,7 @@ def _reused(cp, array) -> bool:
 
 
 class DeviceGraph:
-    """A graph's in-CSR and out-degrees on the GPU, int32, checked. ``graph`` is a ``helpers.graph.Graph``
+    """A graph's in-CSR and out-degrees on the GPU, int32, checked. ``graph`` is a ``helpers.core.graph.Graph``
     or anything with ``num_vertices``, ``in_offsets``, ``in_sources``, ``out_degree`` (NumPy or CuPy) and a
     ``name``; ``variant`` says which variant's memory to check up front (``device_bytes``)."""
 

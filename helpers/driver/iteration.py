@@ -13,12 +13,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import gpu, kernels
-from ..gpu import device_facts, ensure_fits, require_gpu, time_back_to_back
-from ..reference import DAMPING, ConvergenceWarning, check_damping, check_tol, teleport_vector
-from ..verdicts import compare as verdict_on
-from .device import BLOCK, HISTORY, UNFUSED_VERTEX, DeviceGraph, as_device_graph, blocks_for
-from .variants import Variant, i32, pull_segments, register, segment_size, variant
+from helpers import kernels
+from helpers.core.reference import DAMPING, ConvergenceWarning, check_damping, check_tol, teleport_vector
+from helpers.driver.device import BLOCK, HISTORY, UNFUSED_VERTEX, DeviceGraph, as_device_graph, blocks_for
+from helpers.driver.variants import Variant, i32, pull_segments, register, segment_size, variant
+from helpers.measure import gpu
+from helpers.measure.gpu import device_facts, ensure_fits, require_gpu, time_back_to_back
+from helpers.measure.verdicts import compare as verdict_on
 
 NotConvergedWarning = ConvergenceWarning   # the reference's warning: stopped at max_iter before the test held
 LIGHT_MAX = 32      # the whole-iteration kernels' LIGHT_MAX: rows with at most this many in-links get a thread
@@ -372,7 +373,7 @@ def choose(dg, *, measure: bool = True) -> tuple[str, str]:
     """The iteration ``pagerank_gpu`` runs when none is named, and why. Where the rank vector fits in half of
     this GPU's L2: fused (one launch per iteration). Beyond, size alone does not decide (a graph with
     locality, or in degree order, gathers well without segments): both whole iterations are timed on this
-    graph, interleaved, and blocked runs only where ``helpers.verdicts`` calls it faster. ``measure=False``
+    graph, interleaved, and blocked runs only where ``helpers.measure.verdicts`` calls it faster. ``measure=False``
     gives the size rule alone (all a model of another GPU can say)."""
     l2, vector = device_facts().l2_bytes, 4 * int(dg.num_vertices)
     where = f"the {vector / 2**20:.1f} MiB rank vector against this GPU's {l2 / 2**20:.0f} MiB L2"

@@ -8,9 +8,9 @@ from typing import Callable
 
 import numpy as np
 
-from .. import kernels
-from ..gpu import require_gpu
-from .device import BLOCK, blocks_for, segment_size
+from helpers import kernels
+from helpers.driver.device import BLOCK, blocks_for, segment_size
+from helpers.measure.gpu import require_gpu
 
 
 def i32(value: int):

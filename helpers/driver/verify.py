@@ -6,14 +6,16 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 
-from .. import generators
-from ..gpu import require_gpu
-from ..graph import Graph, check_seed, fresh_seed
-from ..reference import DAMPING, l1_distance, pagerank, pagerank_step, teleport_vector, verify_fixed_point
-from .device import DeviceGraph
-from .iteration import NotConvergedWarning, make_iteration, pagerank_gpu
-from .variants import variant
+from helpers.core.graph import Graph, check_seed, fresh_seed
+from helpers.core.reference import (DAMPING, l1_distance, pagerank, pagerank_step, teleport_vector,
+                                    verify_fixed_point)
+from helpers.core.suites import verification_graphs
+from helpers.driver.device import DeviceGraph
+from helpers.driver.iteration import NotConvergedWarning, make_iteration, pagerank_gpu
+from helpers.driver.variants import variant
+from helpers.measure.gpu import require_gpu
 
 LONG_LIST = 200   # beyond this many in-links a plain float32 sum can stall the iteration above L1 1e-6
 
@@ -68,18 +70,6 @@ def step_error(dg: DeviceGraph, name, seed: int = 0, **settings) -> float:
     return float(np.max(np.abs(got - expected) / expected))
 
 
-def verification_graphs(seed: int) -> list[Graph]:
-    """Fresh graphs with everything that breaks kernels: one vertex, only dangling vertices, self-loops, a long
-    in-link list, random graphs whose sizes are not multiples of the block size with dangling and isolated
-    vertices and merged duplicates, a hub with at least 12,000 in-links, and a power-law graph."""
-    rng = np.random.default_rng(check_seed(seed))
-    draw = lambda: int(rng.integers(2**31))                      # noqa: E731
-    return [generators.single_vertex(), generators.all_dangling(3), generators.self_loop(), generators.in_star(300),
-            generators.random_graph(1_000 + 2 * int(rng.integers(1, 100)) + 1, seed=draw()),
-            generators.adversarial_graph(20_001 + 2 * int(rng.integers(0, 50)), seed=draw(), hub_in_links=12_000),
-            generators.rmat_graph(60_000 + int(rng.integers(1, 255)), 400_000, seed=draw())]
-
-
 def _check(graph: Graph, v, seed: int) -> dict:
     """One graph's row of the verification table, with the problems found (empty: right)."""
     eps = v.precision
@@ -124,7 +114,6 @@ def _check(graph: Graph, v, seed: int) -> dict:
 def verify(name_or_variant, *, seed: int | None = None, graphs=None, quiet: bool = False):
     """Check a variant against the float64 reference on fresh adversarial graphs (see the module's text).
     Returns the table of cases; raises VerificationError, naming the failing cases, if any is wrong."""
-    import pandas as pd
 
     seed = fresh_seed(seed)
     v = variant(name_or_variant)

@@ -14,6 +14,9 @@ import locale
 import re
 from functools import lru_cache
 from pathlib import Path
+from types import SimpleNamespace
+
+from helpers.measure.gpu import has_gpu, require_gpu
 
 KERNEL_DIR = Path(__file__).resolve().parent
 T4_ARCH = "compute_75"
@@ -74,14 +77,12 @@ def define(code: str):
         _LIVE[name] = code
         print(f"{name}: using this notebook's source, which differs from helpers/kernels/{name}.cu, "
               f"for every launch in this session")
-    from ..gpu import has_gpu
 
     if not has_gpu():
         return None
     functions = kernel_names(code)
     if name in functions:
         return compiled(name)
-    from types import SimpleNamespace                 # a file of several kernels (to_half.cu: half_scale, ...)
 
     return SimpleNamespace(**{function: compiled(name, function) for function in functions})
 
@@ -138,7 +139,6 @@ def keeping_locale():
 
 @lru_cache(maxsize=None)
 def _module(code: str):
-    from ..gpu import require_gpu
 
     cp = require_gpu()
     with keeping_locale():

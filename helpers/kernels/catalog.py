@@ -69,22 +69,3 @@ def for_variant(name: str) -> list[Entry]:
     return [e for e in CATALOG.values() if name in e.variants]
 
 
-def readme_table() -> str:
-    """The README's kernel table: each .cu file, its lecture, the test that verifies it and its exercise."""
-    from ..course import NOTEBOOKS, ROOT
-
-    def link(text: str, path) -> str:
-        return f"[{text}]({path.relative_to(ROOT).as_posix()})"
-
-    lectures = {p.name[:2]: p for p in NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")}
-    rows = ["| kernel | lecture | variants | verified by | exercise (checker) |", "|---|---|---|---|---|"]
-    for e in CATALOG.values():
-        kernel = link(f"{e.file}.cu", ROOT / "helpers" / "kernels" / f"{e.file}.cu")
-        lecture = link(e.lecture, lectures[e.lecture]) if e.lecture in lectures else e.lecture
-        exercise = "-"
-        if e.exercise:
-            exercise = f"{link(e.exercise, NOTEBOOKS / 'exercises' / (e.exercise + '.ipynb'))} " \
-                       f"(`checks.{e.checker}`)"
-        variants = ", ".join(f"`{v}`" for v in e.variants) or "-"
-        rows.append(f"| {kernel} | {lecture} | {variants} | `{e.test}` | {exercise} |")
-    return "\n".join(rows)

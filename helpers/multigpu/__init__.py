@@ -22,13 +22,14 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+import scipy.sparse
 
-from .. import gpu
-from ..graph import ArgumentError, GraphFormatError, host_array, to_host
-from ..gpu import HEADROOM, INT32_MAX
-from ..graph import GraphTooLargeError
-from ..reference import DAMPING, check_damping, check_tol
-from .worker import Partition, nccl_problem
+from helpers.core.graph import ArgumentError, GraphFormatError, GraphTooLargeError, host_array, to_host
+from helpers.core.reference import DAMPING, check_damping, check_tol
+from helpers.measure import gpu
+from helpers.measure.gpu import HEADROOM, INT32_MAX
+from helpers.multigpu.worker import Partition, nccl_problem
 
 EXTRA = "multigpu"
 # pyproject's multigpu extra (a test compares)
@@ -101,7 +102,6 @@ class PartitionPlan:
 
     def table(self, *, value_bytes: int = 4):
         """The partition as a pandas DataFrame: rows, in-links, shares, the bytes each worker allocates."""
-        import pandas as pd
 
         n, m = max(self.num_vertices, 1), max(self.num_edges, 1)
         return pd.DataFrame({
@@ -238,7 +238,7 @@ class HostGraph:
 
 
 def host_graph(graph) -> HostGraph:
-    """A ``helpers.graph.Graph``, or any object with ``num_vertices``, ``in_offsets``, ``in_sources`` and
+    """A ``helpers.core.graph.Graph``, or any object with ``num_vertices``, ``in_offsets``, ``in_sources`` and
     ``out_degree`` (NumPy or CuPy arrays, as ``generators.rmat_device`` returns), as checked host arrays."""
     if isinstance(graph, HostGraph):
         return graph
@@ -246,7 +246,7 @@ def host_graph(graph) -> HostGraph:
     missing = [a for a in needed if not hasattr(graph, a)]
     if missing:
         raise TypeError(f"PageRank across workers needs a graph with num_vertices, in_offsets, in_sources "
-                        f"and out_degree (a helpers.graph.Graph, or what generators.rmat_device returns); "
+                        f"and out_degree (a helpers.core.graph.Graph, or what generators.rmat_device returns); "
                         f"{type(graph).__name__} has no {', '.join(missing)}")
     n = int(graph.num_vertices)
     name = str(getattr(graph, "name", "graph"))
@@ -400,7 +400,7 @@ def pagerank_multi(graph, workers: int | None = None, *, backend: str = "auto", 
                    verbose: bool = True) -> MultiResult:
     """PageRank with the in-CSR split by destination rows across Dask workers; the course's semantics.
 
-    ``graph``: a ``helpers.graph.Graph`` or any object with num_vertices, in_offsets, in_sources, out_degree.
+    ``graph``: a ``helpers.core.graph.Graph`` or any object with num_vertices, in_offsets, in_sources, out_degree.
     ``workers``: how many (default: every GPU, or 2 CPU workers; with a ``client``, all of its workers).
     ``backend``: "gpu" (CuPy, the course's kernel ``variant``, float32), "cpu" (NumPy and SciPy, float64
     unless ``dtype`` says float32), or "auto" (``default_backend()``; with a ``client``, name its kind).
@@ -524,8 +524,7 @@ def float64_residual(graph, ranks, damping: float = DAMPING) -> float:
         xp = gpu.require_gpu()
         import cupyx.scipy.sparse as sparse
     else:
-        import scipy.sparse as sparse
-        xp = np
+        xp, sparse = np, scipy.sparse
     n = int(graph.num_vertices)
     r = xp.asarray(host_array(ranks, "ranks", gpu=xp is not np, ndim=1), dtype=xp.float64)
     if r.shape != (n,):

@@ -12,10 +12,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import gpu
-from ..baselines import cpu_description
-from ..generators import rmat_device
-from . import PULL_VARIANTS, float64_residual, host_graph, local_cluster, pagerank_multi, versions
+from helpers.core.cli import HelpFormatter
+from helpers.driver.device_generators import rmat_device
+from helpers.measure import gpu
+from helpers.measure.cpu import cpu_description
+from helpers.multigpu import (PULL_VARIANTS, float64_residual, host_graph, local_cluster, pagerank_multi,
+                              versions)
 
 
 def header() -> list[str]:
@@ -56,7 +58,6 @@ CHECK = "Print what is installed for the multi-GPU lecture: Dask, dask-cuda, NCC
 
 def parser() -> argparse.ArgumentParser:
     """``python -m helpers.multigpu {bench,check}``, each with its --help."""
-    from ..cli import HelpFormatter
 
     top = argparse.ArgumentParser(prog="python -m helpers.multigpu", formatter_class=HelpFormatter,
                                   description="PageRank on the GPUs of one host (lecture 50).")

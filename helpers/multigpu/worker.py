@@ -9,10 +9,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 
-from .. import gpu, kernels
-from ..driver import VARIANTS
-from ..reference import DAMPING
+from helpers import kernels
+from helpers.core.reference import DAMPING
+from helpers.driver import VARIANTS
+from helpers.measure import gpu
 
 
 def nccl_problem():
@@ -49,7 +51,7 @@ class Partition:
         here, or None)."""
         if self.backend == "gpu":
             return gpu.free_bytes(), nccl_problem()
-        import psutil        # a dependency of distributed, which runs this worker
+        import psutil  # a dependency of distributed, which runs this worker
 
         return int(psutil.virtual_memory().available), "NCCL moves GPU memory; the CPU back end has none"
 
@@ -70,7 +72,6 @@ class Partition:
             for name in VARIANTS[variant].kernels:
                 kernels.compiled(name)
         else:
-            import scipy.sparse as sp
 
             self.spmv = _scipy_spmv
             ones = np.ones(len(sources), self.dtype)

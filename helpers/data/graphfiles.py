@@ -1,0 +1,576 @@
+"""Graph files: edge lists as SNAP writes them ('#' comments, two integer ids per line, optionally gzipped),
+read with a length limit on every line and a check of host memory before parsing, and written back; and the
+.npz form the caches keep (written atomically, read back checked). Files are opened only if they are regular
+files: a FIFO where a file should be is refused, never read.
+
+One definition of a line serves every pass over a file (``_blocks``): a line ends at \\n, \\r\\n or a lone \\r,
+as Python's universal newlines (through which NumPy's reader reads) end it. Outside '#' comments a line holds
+digits, signs, spaces and tabs only; one with nothing but spaces and tabs there is blank and skipped.
+"""
+from __future__ import annotations
+
+import contextlib
+import errno
+import gzip
+import hashlib
+import io
+import os
+import re
+import stat
+import tempfile
+import warnings
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from helpers.core.graph import (INT64_LIMIT, PARSE_BYTES_PER_LINE, ArgumentError, Graph, GraphFormatError,
+                                GraphFormatWarning, as_path, check_csr, check_flag, check_host_memory,
+                                check_integer, from_edges, host_array, offsets_dtype, relabel)
+
+UTF8_BOM = b"\xef\xbb\xbf"
+ARRAYS = ("out_offsets", "out_targets", "in_offsets", "in_sources", "out_degree", "original_ids")   # in .npz
+
+
+class NotRegularFileError(OSError):
+    """A FIFO, device, socket or folder where a file was expected: refused unread (reading could block)."""
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
+
+
+_READ_ERRORS = (EOFError, OSError, zlib.error)
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_LINE = re.compile(r"[ \t]*[+-]?[0-9]+[ \t]+[+-]?[0-9]+[ \t]*")   # an edge line without comment or end
+_COMMENT = re.compile(rb"#[^\n]*")
+_BODY_BYTES = b"0123456789+- \t\n"       # all an edge list holds outside its comments, its line ends as \n
+UNDIRECTED_HINT_EDGES = 10   # fewer non-loop edges than this: too few to guess from how they are listed
+MAX_LINE_BYTES = 1 << 20     # an edge line is two ids; a longer line is refused before it is read whole
+BLOCK_BYTES = 1 << 22        # the first pass reads this much at a time
+LINE_BLOCK_BYTES = 1 << 16   # the line-by-line passes (the header, the exact check) read this much at a time
+
+
+class EdgeListNotFound(GraphFormatError, FileNotFoundError):
+    """No edge-list file at the path given (a GraphFormatError and a FileNotFoundError)."""
+
+
+def _kind(mode: int) -> str:
+    return ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+            else "a device or socket")
+
+
+def open_regular(path):
+    """``path`` opened for binary reading if it is a regular file; a FIFO, device, socket or folder raises
+    NotRegularFileError at once (opened without blocking and checked on the open descriptor, never read)."""
+    try:
+        fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except OSError as error:                  # a socket cannot be opened at all (ENXIO): say what it is
+        if error.errno != errno.ENXIO:
+            raise
+        raise NotRegularFileError(errno.EINVAL, f"it is {_kind(os.stat(path).st_mode)}, not a regular file",
+                                  os.fspath(path)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(errno.EINVAL, f"it is {_kind(mode)}, not a regular file",
+                                      os.fspath(path))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+OTHER_FORMATS = {b"BZh": "a bzip2 file", b"PK\x03\x04": "a zip archive", b"\xfd7zXZ\x00": "an xz file",
+                 b"\x28\xb5\x2f\xfd": "a zstd file", b"7z\xbc\xaf\x27\x1c": "a 7-Zip archive",
+                 b"<!doctype html": "an HTML page", b"<html": "an HTML page"}
+
+
+def other_format(start: bytes) -> str | None:
+    """What a file that starts with these bytes is, where it is no edge list: 'an HTML page', 'a zip
+    archive', ...; None for anything else (text, gzip)."""
+    return next((what for magic, what in OTHER_FORMATS.items()
+                 if start.startswith(magic) or start.lstrip().lower().startswith(magic)), None)
+
+
+@contextlib.contextmanager
+def _opened(path: Path):
+    """The file's bytes, decompressed when they start as gzip does (whatever the name: a server may have
+    undone the compression of a .gz, or a gzip file may be named .txt); opened only as a regular file.
+    Another compression format, or an HTML page (a server's error or login page), raises GraphFormatError."""
+    with open_regular(path) as raw:
+        start = raw.read(64)
+        raw.seek(0)
+        if start.startswith(GZIP_MAGIC):
+            with gzip.GzipFile(fileobj=raw, mode="rb") as unzipped:
+                yield unzipped
+            return
+        what = other_format(start)
+        if what is not None:
+            raise GraphFormatError(f"{path}: it is {what}, not an edge list (plain text, or gzip-compressed)")
+        yield raw
+
+
+def _too_long(path: Path, number: int) -> GraphFormatError:
+    return GraphFormatError(f"{path}: line {number:,} is longer than {MAX_LINE_BYTES:,} bytes, which no "
+                            f"edge list holds (two ids per line): the file is not an edge list, or it is "
+                            f"damaged")
+
+
+def _blocks(raw, path: Path, size: int = BLOCK_BYTES):
+    """The stream's lines in blocks of whole lines, each (lines before it, lines in it, block): THE
+    definition of a line, for every pass. A line ends at \\n, \\r\\n or a lone \\r (as Python's universal
+    newlines, through which NumPy's reader reads, end it); each end becomes \\n here, and the last line needs
+    none. A UTF-8 byte-order mark is skipped; a line longer than MAX_LINE_BYTES (its end not counted) raises
+    GraphFormatError naming it, after no more than that much of it was read."""
+    lines, carry = 0, raw.read(len(UTF8_BOM))
+    carry = b"" if carry == UTF8_BOM else carry
+    while True:
+        chunk = raw.read(size)
+        data, held = carry + chunk, b""
+        if chunk and data.endswith(b"\r"):          # maybe the first half of \r\n: decided with the next read
+            data, held = data[:-1], b"\r"
+        if b"\r" in data:
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if not chunk and data and not data.endswith(b"\n"):
+            data += b"\n"
+        cut = data.rfind(b"\n") + 1
+        block, carry = data[:cut], data[cut:]
+        if block:
+            ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+            long = np.flatnonzero(np.diff(ends, prepend=-1) > MAX_LINE_BYTES + 1)
+            if long.size:
+                raise _too_long(path, lines + int(long[0]) + 1)
+            yield lines, ends.size, block
+            lines += ends.size
+        if len(carry) > MAX_LINE_BYTES:
+            raise _too_long(path, lines + 1)
+        carry += held
+        if not chunk:
+            return
+
+
+def _lines(raw, path: Path):
+    """(number, text) of each line as ``_blocks`` ends it, the end removed, read as latin-1 (one character
+    per byte, whatever the bytes)."""
+    for before, _, block in _blocks(raw, path, LINE_BLOCK_BYTES):
+        yield from enumerate(block.decode("latin-1").split("\n")[:-1], before + 1)
+
+
+def _edge_text(line: str) -> str | None:
+    """What a line holds before any '#' comment; None where that is only spaces and tabs (a comment or a
+    blank line, skipped by every pass), else it must be an edge line."""
+    text = line.split("#", 1)[0]
+    return text if text.strip(" \t") else None
+
+
+def _damaged(path: Path, error) -> GraphFormatError:
+    what = ("the compressed file is damaged or truncated" if isinstance(error, (EOFError, zlib.error,
+                                                                               gzip.BadGzipFile))
+            else "the file cannot be read")
+    return GraphFormatError(f"{path}: {what} ({type(error).__name__}: {error})")
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _scan(path: Path, max_lines: int | None) -> int | None:
+    """First pass, in blocks of whole lines (``_blocks``): outside comments, only digits, signs, spaces and
+    tabs (so NumPy's reader gets nothing it might read leniently, on any version). Returns the number of edge
+    lines, None where a byte breaks the format (the exact pass names the line). With ``max_lines``, stops
+    after that many edge lines, or that many blank and comment lines beyond one per edge line (a blank line
+    after each, as line ends converted twice, \\r\\r\\n, leave), plus one: a compressed file that expands
+    without end is refused early."""
+    edges = 0
+    with _opened(path) as raw:
+        for before, lines, block in _blocks(raw, path):
+            body = _COMMENT.sub(b"", block) if b"#" in block else block
+            if body.translate(None, _BODY_BYTES):     # a byte that is not ours
+                return None
+            squeezed = body.translate(None, b" \t")
+            blank = 0
+            if squeezed.startswith(b"\n") or b"\n\n" in squeezed:
+                newline = np.frombuffer(squeezed, np.uint8) == 10
+                blank = int(newline[0]) + int((newline[1:] & newline[:-1]).sum())
+            edges += lines - blank
+            lines += before
+            if max_lines is not None and max(edges, lines - 2 * edges) > max_lines:
+                what = "edge lines" if edges > max_lines else "blank or comment lines beyond one per edge line"
+                raise GraphFormatError(f"{path}: more than {max_lines:,} {what}")
+    return edges
+
+
+def _first_bad_line(path: Path, num_vertices: int | None) -> str | None:
+    """Slow, exact pass: the first line that breaks the format, described; None if every line is fine."""
+    with _opened(path) as raw:
+        for number, line in _lines(raw, path):
+            text = _edge_text(line)
+            if text is None:
+                continue
+            tokens = text.split()
+            if not tokens:               # a form feed, vertical tab, NBSP...: not blank, not an edge
+                return (f"line {number}: a line without ids may hold only spaces and tabs (and a '#' "
+                        f"comment), found {_shown(text)}")
+            if len(tokens) != 2:
+                return (f"line {number}: expected two vertex ids (source target), "
+                        f"found {len(tokens)} column(s): {_shown(text.strip())}")
+            for token in tokens:
+                if not _INTEGER.fullmatch(token):
+                    return f"line {number}: {_shown(token)} is not an integer vertex id"
+                if len(token) > 100:                  # before int(), which refuses 4,300 digits and more
+                    return (f"line {number}: vertex id {_shown(token)} has {len(token):,} characters and "
+                            f"does not fit in 64 bits (ids must lie below 2**63)")
+                value = int(token)
+                if value < 0:
+                    return f"line {number}: negative vertex id {value}"
+                if value >= INT64_LIMIT:
+                    return (f"line {number}: vertex id {value} does not fit in 64 bits (ids must lie below "
+                            f"2**63)")
+                if num_vertices is not None and value >= num_vertices:
+                    return (f"line {number}: vertex id {value} is beyond the declared vertex count "
+                            f"{num_vertices} (ids run 0..{num_vertices - 1})")
+            if not _LINE.fullmatch(text):
+                return f"line {number}: ids must be separated by spaces or tabs, found {_shown(text)}"
+    return None
+
+
+def _existing(path) -> Path:
+    path = as_path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        raise EdgeListNotFound(f"no edge-list file at {path}") from None
+    if not stat.S_ISREG(mode):
+        raise EdgeListNotFound(f"no edge-list file at {path}: it is {_kind(mode)}, not a regular file")
+    return path
+
+
+_NUMPY_OPENS = {".gz": True, ".bz2": None, ".xz": None, ".lzma": None}   # np.loadtxt decompresses by name
+
+
+def _parse(path: Path, count: int, spare: int = 1) -> np.ndarray | None:
+    """NumPy's reader over a file the first pass found clean, ``count`` rows and at most ``spare`` more (so
+    that rows the first pass did not count show); None where it refuses a line. It reads through Python's
+    universal newlines, which end lines as ``_blocks`` does."""
+    check_host_memory(count * PARSE_BYTES_PER_LINE, f"reading {count:,} edge lines of {path.name}",
+                      f"{PARSE_BYTES_PER_LINE} bytes per line", "read a smaller file")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)          # "... not counted towards max_rows": known
+        warnings.simplefilter("error", DeprecationWarning)    # NumPy < 2.1 reads '1.5' as 1, with a warning
+        try:
+            with _opened(path) as raw:
+                bom = raw.read(len(UTF8_BOM)) == UTF8_BOM
+                if not bom and _NUMPY_OPENS.get(path.suffix, False) == isinstance(raw, gzip.GzipFile):
+                    stream = path          # NumPy opens it as the first pass did: its own, faster reader
+                else:                      # rare: the stream the first pass read, the mark skipped
+                    raw.seek(len(UTF8_BOM) if bom else 0)
+                    stream = io.TextIOWrapper(raw, encoding="latin-1", newline=None)
+                return np.loadtxt(stream, dtype=np.int64, comments="#", ndmin=2, encoding="latin-1",
+                                  max_rows=count + spare)
+        except (ValueError, DeprecationWarning):
+            return None
+
+
+def _parting_line(path: Path, pairs: np.ndarray | None, count: int) -> str:
+    """Where the passes part on a file the exact pass accepts (a defect of ours, never guessed through): the
+    first line after the last edge line that the first pass counted and NumPy's reader read as the exact pass
+    does, named. Where NumPy refused the file, the rows it reads first are found by bisecting ``max_rows``."""
+    if pairs is None:
+        good, bad = 0, count + 1
+        while bad - good > 1:
+            middle = (good + bad) // 2
+            good, bad = (middle, bad) if _parse(path, middle, 0) is not None else (good, middle)
+        pairs = _parse(path, good, 0) if good else np.empty((0, 2), np.int64)
+    rows, agreed, after = pairs.tolist(), 0, None
+    with _opened(path) as raw:
+        for number, line in _lines(raw, path):
+            after = after or (number, line)
+            text = _edge_text(line)
+            if text is None:
+                continue
+            if agreed >= min(len(rows), count) or rows[agreed] != [int(token) for token in text.split()]:
+                break
+            agreed, after = agreed + 1, None
+    number, line = after or (number, line)
+    return (f"line {number}: the passes over the file read its lines differently from here on "
+            f"({_shown(line)}); refused rather than read one way or the other (a defect of this reader: "
+            f"please report it, with the file)")
+
+
+def read_edge_pairs(path, num_vertices: int | None = None, *, max_lines: int | None = None) -> np.ndarray:
+    """The (k, 2) int64 array of id pairs in a SNAP-style edge list, one row per edge line, checked:
+    integers only, two per line, none negative, all below ``num_vertices`` when it is given. Comments may
+    hold any bytes; a malformed body line, or any line over MAX_LINE_BYTES, raises GraphFormatError naming
+    the file and the line. With ``max_lines``, reading stops after one line more (blank and comment lines
+    count from one per edge line on) and a longer file is refused: memory and time stay bounded even for a
+    compressed file that expands without end."""
+    path = _existing(path)
+    if num_vertices is not None:
+        num_vertices = check_integer(num_vertices, "num_vertices", minimum=1)
+    if max_lines is not None:
+        max_lines = check_integer(max_lines, "max_lines", minimum=1)
+    try:
+        count = _scan(path, max_lines)
+        if count == 0:
+            raise GraphFormatError(f"{path}: no edges found (the file is empty or holds only comments)")
+        pairs = None if count is None else _parse(path, count)
+        if (pairs is None or pairs.shape != (count, 2) or (pairs < 0).any()
+                or (num_vertices is not None and (pairs >= num_vertices).any())):
+            detail = _first_bad_line(path, num_vertices)
+            if detail is None and count is not None:
+                detail = _parting_line(path, pairs, count)
+            raise GraphFormatError(f"{path}: {detail or 'expected two vertex ids per line'}")
+    except _READ_ERRORS as error:
+        raise _damaged(path, error) from None
+    return pairs
+
+
+@dataclass(frozen=True)
+class EdgeListHeader:
+    """What the leading '#' lines of an edge list say. SNAP writes '# Directed graph ...' or
+    '# Undirected graph ...' and '# Nodes: X Edges: Y' (Y counts edge lines)."""
+
+    lines: tuple[str, ...] = ()
+    nodes: int | None = None
+    edges: int | None = None
+
+    @property
+    def undirected(self) -> bool | None:
+        """True where a line says 'undirected', False where one says 'directed', None where none says."""
+        text = " ".join(self.lines).lower()
+        if re.search(r"\bundirected\b", text):
+            return True
+        return False if re.search(r"\bdirected\b", text) else None
+
+    def mismatch(self, vertices: int, edge_lines: int, *, relabelled: bool = True) -> str | None:
+        """How the header's counts disagree with the graph read (its vertices, the body's edge lines)."""
+        edges_agree = self.edges is None or self.edges == edge_lines
+        if (self.nodes is None or self.nodes == vertices) and edges_agree:
+            return None
+        said = " and ".join(f"{v:,} {w}" for v, w in ((self.nodes, "nodes"), (self.edges, "edges"))
+                            if v is not None)
+        found = f"{vertices:,} {'distinct ids' if relabelled else 'vertices'} and {edge_lines:,} edge lines"
+        if edges_agree and relabelled and self.nodes > vertices:
+            return (f"the header says {said}, the body has {found}: {self.nodes - vertices:,} vertices have "
+                    f"no edge in the file (an edge list cannot list isolated vertices) and are not in the "
+                    f"graph")
+        return f"the header says {said}, the body has {found}; the file may be incomplete or altered"
+
+
+HEADER_LINES = 100
+
+
+def read_header(path) -> EdgeListHeader:
+    """The leading comment block of an edge list (at most 100 lines), parsed for SNAP's counts."""
+    path = _existing(path)
+    lines = []
+    try:
+        with _opened(path) as raw:
+            for number, line in _lines(raw, path):
+                if _edge_text(line) is not None or len(lines) >= HEADER_LINES \
+                        or number > 10_000:                  # blank lines count too: a run of them ends
+                    break
+                if "#" in line:
+                    lines.append(line.strip()[:1000])
+    except _READ_ERRORS as error:
+        raise _damaged(path, error) from None
+    counts = re.search(r"\bnodes:\s*([0-9]+)\s*,?\s*edges:\s*([0-9]+)", " ".join(lines), re.IGNORECASE)
+    nodes, edges = (int(counts[1]), int(counts[2])) if counts else (None, None)
+    return EdgeListHeader(tuple(lines), nodes, edges)
+
+
+def _check_pairs(pairs) -> np.ndarray:
+    host_array(pairs, "pairs", fill="a masked id is no vertex id; drop those rows first (e.g. "
+                                    "pairs[~pairs.mask.any(axis=1)].data)")
+    if not isinstance(pairs, np.ndarray) or pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise ArgumentError(f"pairs must be a (k, 2) array of ids as read_edge_pairs returns, "
+                            f"got {type(pairs).__name__} of shape {getattr(pairs, 'shape', None)}")
+    return pairs
+
+
+def graph_from_pairs(pairs: np.ndarray, *, relabel_ids: bool = True, num_vertices: int | None = None,
+                     undirected: bool = False, name: str = "graph") -> Graph:
+    """A Graph from an id-pair array as ``read_edge_pairs`` returns it (see ``read_edge_list``)."""
+    pairs = _check_pairs(pairs)
+    if num_vertices is not None:
+        num_vertices = check_integer(num_vertices, "num_vertices", minimum=1)
+    src, dst = pairs[:, 0], pairs[:, 1]
+    if check_flag(relabel_ids, "relabel_ids"):
+        src, dst, original_ids = relabel(src, dst)
+        if num_vertices is not None and num_vertices != original_ids.size:
+            raise GraphFormatError(
+                f"num_vertices={num_vertices:,}, but the edges hold {original_ids.size:,} distinct ids; "
+                f"with relabel_ids=True the graph has exactly one vertex per distinct id (relabelling "
+                f"cannot name isolated vertices). Pass relabel_ids=False to keep the ids and have vertices "
+                f"0..num_vertices-1")
+        return from_edges(src, dst, original_ids.size, undirected=undirected,
+                          original_ids=original_ids, name=name)
+    return from_edges(src, dst, num_vertices, undirected=undirected, name=name)
+
+
+def looks_undirected(pairs: np.ndarray) -> bool:
+    """Is the edge list stored the way SNAP stores an undirected graph: each pair once, always from the
+    smaller id to the larger (or always the other way), so that no edge has its reverse listed?"""
+    pairs = _check_pairs(pairs)
+    src, dst = pairs[:, 0], pairs[:, 1]
+    loops = src == dst
+    if int((~loops).sum()) < UNDIRECTED_HINT_EDGES:
+        return False
+    return bool((src[~loops] < dst[~loops]).all() or (src[~loops] > dst[~loops]).all())
+
+
+def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None = None,
+                   undirected: bool = False, name: str | None = None) -> Graph:
+    """Read a SNAP-style edge list ('#' comments, two integer ids per line, optionally gzipped).
+
+    A line ends at \\n, \\r\\n or a lone \\r; blank lines (spaces and tabs only) are skipped. Comments
+    may hold any bytes and a UTF-8 byte-order mark is skipped: the file is read as bytes, whatever the
+    locale. With ``relabel_ids`` (the default) sparse ids become 0..n-1 and ``original_ids`` keeps the
+    mapping; a ``num_vertices`` given then must equal the number of distinct ids (relabelling cannot name
+    isolated vertices), else GraphFormatError. Without relabelling, ids are used as they are and must lie
+    below ``num_vertices`` (default: largest id + 1); ids that do not occur become isolated vertices.
+
+    ``undirected=False`` reads each line u v as one directed edge u -> v. SNAP stores an undirected graph
+    (ego-Facebook, the com-* graphs) with each pair listed once, so such a file needs ``undirected=True``,
+    which adds v -> u for every line. A GraphFormatWarning says when a directed read looks like a mistake (a
+    header that says 'Undirected', or every pair listed once from the smaller id to the larger, as SNAP
+    writes undirected graphs), and when a '# Nodes: X Edges: Y' header disagrees with the body.
+    """
+    relabel_ids = check_flag(relabel_ids, "relabel_ids")
+    undirected = check_flag(undirected, "undirected")
+    if num_vertices is not None:
+        num_vertices = check_integer(num_vertices, "num_vertices", minimum=1)
+    if name is not None and not isinstance(name, str):
+        raise ArgumentError(f"name must be a string, got {name!r}")
+    path = _existing(path)
+    header = read_header(path)
+    pairs = read_edge_pairs(path, None if relabel_ids else num_vertices)
+    graph = graph_from_pairs(pairs, relabel_ids=relabel_ids, num_vertices=num_vertices,
+                             undirected=undirected, name=name or path.name.split(".")[0])
+    if header.nodes is not None or header.edges is not None:
+        problem = header.mismatch(graph.num_vertices, pairs.shape[0], relabelled=relabel_ids)
+        if problem:
+            warnings.warn(f"{path}: {problem}", GraphFormatWarning, stacklevel=2)
+    if not undirected:
+        said = header.undirected
+        if said or (said is None and looks_undirected(pairs)):
+            why = ("its header says the graph is undirected" if said else
+                   "every pair is listed once, from the smaller id to the larger (or always the other way), "
+                   "which is how SNAP stores an undirected graph")
+            warnings.warn(f"{path}: read as directed, but {why}; each line became one directed edge. If the "
+                          f"graph is undirected, read it with read_edge_list(..., undirected=True)",
+                          GraphFormatWarning, stacklevel=2)
+    elif header.undirected is False:
+        warnings.warn(f"{path}: read as undirected, but its header says the graph is directed; each line "
+                      f"became two edges. If it is directed, read it with undirected=False",
+                      GraphFormatWarning, stacklevel=2)
+    return graph
+
+
+def write_edge_list(graph: Graph, path, *, header: str | None = None, compresslevel: int = 6) -> Path:
+    """Write a graph as a SNAP-style edge list (gzipped at ``compresslevel`` when the name ends in .gz),
+    original ids if known, atomically. The header (default: the graph's name) becomes one comment line, whatever line breaks it
+    holds. A path in no folder, or a folder or device, is an ArgumentError."""
+    if not isinstance(graph, Graph):
+        raise ArgumentError(f"expected a Graph, got {type(graph).__name__}")
+    if header is not None and not isinstance(header, str):
+        raise ArgumentError(f"header must be a string, got {header!r}")
+    if not 0 <= check_integer(compresslevel, "compresslevel", minimum=0) <= 9:
+        raise ArgumentError(f"compresslevel must lie between 0 and 9 (gzip's levels), got {compresslevel}")
+    path = as_path(path)
+    src, dst = graph.edges()
+    ids = graph.original_ids
+    if ids is not None:
+        src, dst = ids[src], ids[dst]
+    title = " ".join((header or graph.name).split())      # a line break would end the comment mid-header
+    lines = [f"# {title}",
+             f"# Nodes: {graph.num_vertices} Edges: {graph.num_edges}",
+             "# FromNodeId\tToNodeId"]
+    pairs = np.column_stack([src, dst]).ravel().tolist()
+    body = ("%d\t%d\n" * (len(pairs) // 2)) % tuple(pairs)     # one C-level formatting pass
+    data = ("\n".join(lines) + "\n" + body).encode()
+    if path.suffix == ".gz":
+        data = gzip.compress(data, compresslevel=compresslevel, mtime=0)
+    if not path.parent.is_dir():
+        raise ArgumentError(f"{path}: cannot write the edge list: {path.parent} is not a folder")
+    with contextlib.suppress(FileNotFoundError):
+        mode = os.stat(path).st_mode
+        if not stat.S_ISREG(mode):         # never replace a folder, a device or a pipe with a file
+            raise ArgumentError(f"{path}: cannot write the edge list there: it is {_kind(mode)}")
+    write_atomically(path, lambda f: f.write(data))          # a reader never sees half a file
+    return path
+
+
+# --- the .npz form: a Graph's arrays, written atomically, read back checked ---------------------------
+
+def arrays_sha256(arrays: dict) -> str:
+    """A content hash of a graph's arrays: names, dtypes, lengths and bytes, in the order of ARRAYS."""
+    digest = hashlib.sha256()
+    for key in (k for k in ARRAYS if k in arrays):
+        array = np.ascontiguousarray(host_array(arrays[key], key))
+        digest.update(f"{key}:{array.dtype.str}:{array.size};".encode())
+        digest.update(array)
+    return digest.hexdigest()
+
+
+def write_atomically(path: Path, write) -> None:
+    """Write through a temporary file in the same folder and rename it over ``path``: a reader sees the old
+    file or the new one, never a partial or empty one."""
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def save_npz(graph: Graph, path: Path, keys=ARRAYS) -> str:
+    """Write the graph's arrays named in ``keys`` to ``path`` (np.savez, atomically); their content hash."""
+    arrays = {k: getattr(graph, k) for k in keys}
+    write_atomically(path, lambda f: np.savez(f, **arrays))
+    return arrays_sha256(arrays)
+
+
+def load_npz(path: Path, num_vertices: int, num_edges: int, *, sha256: str, name: str,
+             keys=ARRAYS) -> Graph:
+    """The Graph that ``save_npz`` wrote, read with np.load(allow_pickle=False) from a regular file only;
+    each array after its .npy header gave the dtype and length the counts imply, and the host's memory was
+    checked, so that a damaged or hostile file makes us allocate nothing else; then the CSR rules and the
+    content hash. Raises GraphFormatError saying what is wrong (OSError where the file cannot be opened)."""
+    n, m = num_vertices, num_edges
+    wanted = {"out_offsets": (offsets_dtype(m), n + 1), "out_targets": (np.int32, m),
+              "in_offsets": (offsets_dtype(m), n + 1), "in_sources": (np.int32, m),
+              "out_degree": (np.int32, n), "original_ids": (np.int64, n)}
+    wanted = {key: (np.dtype(wanted[key][0]), wanted[key][1]) for key in keys}
+    check_host_memory(sum(d.itemsize * size for d, size in wanted.values()), f"reading {path.name}",
+                      f"{n:,} vertices and {m:,} edges", "delete the file")
+    with open_regular(path) as f, np.load(f, allow_pickle=False) as archive:
+        found = sorted(getattr(archive, "files", []))
+        if found != sorted(wanted):
+            raise GraphFormatError(f"{path.name} holds {', '.join(found) or 'no arrays'}, not the arrays "
+                                   f"expected")
+        for key, (dtype, size) in wanted.items():
+            with archive.zip.open(f"{key}.npy") as member:
+                version = np.lib.format.read_magic(member)
+                if version not in ((1, 0), (2, 0)):
+                    raise GraphFormatError(f"{key}: unknown .npy version {version}")
+                reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+                    np.lib.format.read_array_header_2_0
+                shape, _, stored = reader(member)
+            if stored != dtype or shape != (size,):
+                raise GraphFormatError(f"{key} is {stored} of shape {shape}, expected {dtype} of ({size},)")
+        arrays = {key: archive[key] for key in wanted}
+    check_csr(n, **arrays, thorough=False)      # row order and transposition: the content hash says
+    if "original_ids" in arrays and n > 1 and not (np.diff(arrays["original_ids"]) > 0).all():
+        raise GraphFormatError("original_ids are not increasing")
+    if arrays_sha256(arrays) != sha256:
+        raise GraphFormatError("the arrays do not match their recorded content hash")
+    return Graph(n, name=name, **arrays)
