@@ -57,7 +57,7 @@ LAUNCH = textwrap.dedent('''
     exact = {name: cp.asarray(host[:dc.length[name]]) for name, host in dc.host.items()}    # unpadded
     out = cp.full(n + g.PAD, cp.nan, dtype=cp.float32)
     kernel = kernels.compiled(code, function)
-    if function == "pull_warp_rank":
+    if function == "pull_warp":
         kernel(g.blocks(32 * n), (256,), (d["in_offsets"], d["in_sources"], d["out_degree"], d["rank"], out,
                                           np.int32(n)))
     elif function == "pull_list":
@@ -65,7 +65,7 @@ LAUNCH = textwrap.dedent('''
         kernel(g.blocks(8 * n), (256,), (listed, np.int32(n), d["in_offsets"], d["in_sources"], d["contrib"],
                                          out,
                                          np.int32(8)))
-    elif function == "push_rank":
+    elif function == "push_atomic":
         pulled = cp.zeros(n, dtype=cp.float32)
         kernel(g.blocks(n), (256,), (exact["out_offsets"], exact["out_targets"], exact["out_degree"],
                                      exact["rank"],

@@ -184,7 +184,7 @@ def test_exercise_10_is_launched_in_three_configurations(monkeypatch):
 
 # --- 11: push with atomics -----------------------------------------------------------------------
 
-def push_rank(bound=True, atomic=True, extra=0, read_first=False):
+def push_atomic(bound=True, atomic=True, extra=0, read_first=False):
     def emulate(threads, args, probed, block):
         out_offsets, out_targets, out_degree, rank, pulled, n = args
         n = int(n)
@@ -211,12 +211,12 @@ def push_rank(bound=True, atomic=True, extra=0, read_first=False):
 
 
 @pytest.mark.parametrize("emulate, cause", [
-    (push_rank(), None),
-    (push_rank(bound=False), "pushed rank"),
-    (push_rank(atomic=False), "race"),
-    (push_rank(extra=1), "first out-link of the next vertex"),
-    (push_rank(extra=-1), "misses its last out-link"),
-    (push_rank(read_first=True), "outside its"),
+    (push_atomic(), None),
+    (push_atomic(bound=False), "pushed rank"),
+    (push_atomic(atomic=False), "race"),
+    (push_atomic(extra=1), "first out-link of the next vertex"),
+    (push_atomic(extra=-1), "misses its last out-link"),
+    (push_atomic(read_first=True), "outside its"),
 ], ids=["solution", "no u < n", "no atomics", "row bound", "last out-link skipped",
         "rank read before the check"])
 def test_push_atomic_logic(emulate, cause, monkeypatch):
@@ -225,7 +225,7 @@ def test_push_atomic_logic(emulate, cause, monkeypatch):
 
 
 def test_a_read_past_the_end_names_the_input_index_and_thread(monkeypatch):
-    report = run("check_push_atomic", push_rank(read_first=True), monkeypatch, 1, "11_push_atomic")
+    report = run("check_push_atomic", push_atomic(read_first=True), monkeypatch, 1, "11_push_atomic")
     first = report.failures[0]
     assert "out_degree[1] read by thread 1" in first.detail and "outside 0..0" in first.detail, str(report)
     assert "reads out_degree outside its 1 elements" in first.cause
@@ -523,7 +523,7 @@ class HalfDevice(FakeDevice):
 def test_pull_bfloat16_logic(emulate, cause, monkeypatch):
     monkeypatch.setattr(gpu, "open_device", lambda time_limit: HalfDevice(emulate))
     for seed in seeds_for(cause):
-        report = checks.check_pull_bfloat16(defined(load("40_half")[0]), seed=seed, quiet=True)
+        report = checks.check_pull_bfloat16(defined(load("40_pull_bfloat16")[0]), seed=seed, quiet=True)
         expect(report, cause)
         if cause is None:
             assert "the same bits as the course's pull_bf16" in str(report) and "from float64" in str(report)
@@ -750,9 +750,9 @@ def test_a_kernel_the_probe_does_not_cover_is_checked_by_its_values_and_the_repo
 
 
 @pytest.mark.parametrize("old, new", [
-    ('extern "C" __global__ void pull_warp_rank(', 'extern "C" __global__ void __launch_bounds__(256)\n'
-                                                  'pull_warp_rank('),
-    ('extern "C" __global__ void pull_warp_rank(', 'extern "C" {\n__global__ void pull_warp_rank('),
+    ('extern "C" __global__ void pull_warp(', 'extern "C" __global__ void __launch_bounds__(256)\n'
+                                                  'pull_warp('),
+    ('extern "C" __global__ void pull_warp(', 'extern "C" {\n__global__ void pull_warp('),
 ], ids=["__launch_bounds__", 'an extern "C" block'])
 def test_a_kernel_declared_another_right_way_is_checked_not_refused(old, new, monkeypatch):
     code = defined(load("13_pull_warp")[0]).replace(old, new)
@@ -762,7 +762,7 @@ def test_a_kernel_declared_another_right_way_is_checked_not_refused(old, new, mo
     assert report.ok and "defines no" not in str(report), str(report)
     missing = code.replace('extern "C"', "")
     report = run_source("check_pull_warp", pull_warp(), monkeypatch, missing)
-    assert report.stopped and 'defines no extern "C" __global__ void pull_warp_rank' in str(report)
+    assert report.stopped and 'defines no extern "C" __global__ void pull_warp' in str(report)
 
 
 @pytest.mark.parametrize("top, old, new, words", [

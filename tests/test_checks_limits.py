@@ -381,6 +381,6 @@ def test_a_gpu_checker_whose_process_dies_reports_it_and_stops(monkeypatch):
     monkeypatch.setattr(checker_gpu, "APART", True)
     monkeypatch.setattr(gpu, "has_gpu", lambda: True)
     monkeypatch.setattr(gpu, "in_own_context", died)
-    report = checks.check_pull_warp('extern "C" __global__ void pull_warp_rank() {}', seed=5, quiet=True)
+    report = checks.check_pull_warp('extern "C" __global__ void pull_warp() {}', seed=5, quiet=True)
     assert report.stopped and not report.ok and report.seed == 5
     assert "exit code -11" in str(report) and "unharmed" in report.failures[0].cause

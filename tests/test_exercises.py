@@ -548,7 +548,7 @@ MUTANTS = {
          "modified its input (x)"),
         ("a grid one block short", "((n + 255) // 256,)", "(max(n // 256, 1),)", "never written"),
     ],
-    "40_half": [
+    "40_pull_bfloat16": [
         ("read as IEEE float16",
          "        unsigned int bits = (unsigned int)contrib[in_sources[k]] << 16;\n"
          "        sum += __uint_as_float(bits);\n",
@@ -881,7 +881,7 @@ CORRECT = {
          "        for (int k = in_offsets[v]; k < in_offsets[v + 1]; ++k) sum += x[in_sources[k]];\n"
          "        y[v] = sum;\n    }\n"),
     ],
-    "40_half": [
+    "40_pull_bfloat16": [
         ("a double accumulator, rounded once at the end", None,
          "    long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n    if (v >= n) return;\n"
          "    double sum = 0.0;\n"

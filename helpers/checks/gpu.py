@@ -49,10 +49,10 @@ class Spec:
 
 PULL = ("in_offsets", "in_sources", "out_degree", "rank")
 KERNELS = {"check_pull_grid_stride": Spec("pull_grid_stride", PULL, ("pulled",)),
-           "check_push_atomic": Spec("push_rank", ("out_offsets", "out_targets", "out_degree", "rank")),
+           "check_push_atomic": Spec("push_atomic", ("out_offsets", "out_targets", "out_degree", "rank")),
            "check_contributions_split": Spec("contributions_split", ("rank", "out_degree"),
                                              ("contrib", "dangling_rank")),
-           "check_pull_warp": Spec("pull_warp_rank", PULL, ("pulled",), lane_stride="32"),
+           "check_pull_warp": Spec("pull_warp", PULL, ("pulled",), lane_stride="32"),
            "check_pull_list": Spec("pull_list", ("vertices", "in_offsets", "in_sources", "contrib"),
                                    ("pulled",),
                                    lane_stride="width"),

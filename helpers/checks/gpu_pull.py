@@ -99,7 +99,7 @@ def lanes_launches(device, probe, dc, ins, kernel, args, threads: int, vertices=
 
 @own_context
 def check_pull_warp(code: str, seed=None, quiet: bool = False, time_limit: float = GPU_TIME_LIMIT) -> Report:
-    """Exercise 13: pull_warp_rank(in_offsets, in_sources, out_degree, rank, pulled, n), one warp (32
+    """Exercise 13: pull_warp(in_offsets, in_sources, out_degree, rank, pulled, n), one warp (32
     threads) per vertex, 256 threads per block, launched with just enough blocks and with two more; lane l
     takes in-links l, l + 32, ...; only lane 0 of each warp stores."""
     seed = fresh_seed(seed)

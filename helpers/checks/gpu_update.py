@@ -74,7 +74,7 @@ def _push_values(dc: DeviceCase, got_full, again_full) -> None:
 @own_context
 def check_push_atomic(code: str, seed=None, quiet: bool = False,
                       time_limit: float = GPU_TIME_LIMIT) -> Report:
-    """Exercise 11: push_rank(out_offsets, out_targets, out_degree, rank, pulled, n), one thread per source
+    """Exercise 11: push_atomic(out_offsets, out_targets, out_degree, rank, pulled, n), one thread per source
     vertex, 256 per block, into a zeroed ``pulled`` (zeros past the end too: a stray add shows there)."""
     seed = fresh_seed(seed)
     rng, spec = np.random.default_rng(seed), KERNELS["check_push_atomic"]

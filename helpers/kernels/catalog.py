@@ -52,7 +52,7 @@ CATALOG = {e.file: e for e in [
     Entry("top_k_merge", "33"),                      # exercise 33 is top-k in NumPy, not this kernel
     Entry("top_k_merge_branchy", "33"),
     Entry("to_half", "40", ("pull_f16", "pull_bf16")),
-    Entry("pull_half", "40", ("pull_f16", "pull_bf16"), "40_half", "check_pull_bfloat16"),
+    Entry("pull_half", "40", ("pull_f16", "pull_bf16"), "40_pull_bfloat16", "check_pull_bfloat16"),
 ]}
 
 
