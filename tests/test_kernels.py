@@ -114,18 +114,6 @@ def test_define_refuses_a_source_without_a_known_file_name():
 
 # --- on a GPU ---------------------------------------------------------------------------------------
 
-def test_the_catalog_lists_every_kernel_file_and_every_variant_once():
-    assert sorted(CATALOG) == kernels.names()
-    launched = sorted(v for e in CATALOG.values() for v in e.variants)
-    assert sorted(set(launched)) == sorted(n for n, v in VARIANTS.items() if v.kernels)   # the rest: CuPy or libraries
-    for entry in CATALOG.values():
-        assert re.match(rf"// {entry.file}: lecture {entry.lecture}\.", kernels.canonical(entry.file)), entry.file
-        for name in entry.variants:
-            assert set(VARIANTS[name].kernels) >= {entry.file} or not VARIANTS[name].kernels, (entry.file, name)
-        if entry.exercise:
-            assert (course.NOTEBOOKS / "exercises" / f"{entry.exercise}.ipynb").is_file(), entry.exercise
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("file", [pytest.param(f, marks=pytest.mark.timing) if f in TIMED else f
                                   for f in CATALOG])

@@ -18,6 +18,8 @@ from helpers.checks.returned import (
     as_array, as_pair, begin, checked, cpu_graphs, graph_arrays, graph_copy, inputs_unchanged,
     overflow_cause, pristine_arrays, scale_review, state_explains, wrapped_type)
 
+__all__ = ["check_pagerank_step", "check_top_k", "check_transpose"]
+
 DANGLING_LOST = ("dangling mass lost: the rank of vertices without out-links must be spread over all "
                  "vertices (d * dangling mass / n each); without it the ranks sum to less than 1")
 NOT_SUMMING = ("ranks not summing to 1: rank is lost or created (each in-neighbour u gives d * rank[u] / "

@@ -17,10 +17,10 @@ import contextlib
 import functools
 import importlib
 import re
-from dataclasses import dataclass
 
 import numpy as np
 
+from helpers.kernels.catalog import EXERCISES, Exercise
 from helpers.measure import gpu
 from helpers.checks import pristine, report as reporting
 from helpers.checks.cuda import strip_comments
@@ -37,29 +37,8 @@ PROBE_SKIPPED = ("the probed launch was skipped: the checker could not rewrite h
                  "written and reads outside the inputs were not checked")
 
 
-@dataclass(frozen=True)
-class Spec:
-    """An exercise kernel as its checker launches and probes it."""
-    kernel: str                       # the extern "C" function the student writes
-    inputs: tuple[str, ...]           # const pointer parameters, probed for reads outside them
-    outputs: tuple[str, ...] = ()     # float* parameters whose writers the probe records
-    sums: tuple[str, ...] = ()        # float* accumulators whose atomicAdd calls the probe counts
-    lane_stride: str | None = None    # the lane stride the exercise prescribes, for the lint
-
-
-PULL = ("in_offsets", "in_sources", "out_degree", "rank")
-KERNELS = {"check_pull_grid_stride": Spec("pull_grid_stride", PULL, ("pulled",)),
-           "check_push_atomic": Spec("push_atomic", ("out_offsets", "out_targets", "out_degree", "rank")),
-           "check_contributions_split": Spec("contributions_split", ("rank", "out_degree"),
-                                             ("contrib", "dangling_rank")),
-           "check_pull_warp": Spec("pull_warp", PULL, ("pulled",), lane_stride="32"),
-           "check_pull_list": Spec("pull_list", ("vertices", "in_offsets", "in_sources", "contrib"),
-                                   ("pulled",),
-                                   lane_stride="width"),
-           "check_l1_change": Spec("l1_change", ("new_rank", "old_rank"), sums=("total",)),
-           "check_fused_update": Spec("fused_update", ("in_offsets", "in_sources", "out_degree", "contrib",
-                                                       "rank"), ("new_rank", "new_contrib")),
-           "check_pull_bfloat16": Spec("pull_bfloat16", ("in_offsets", "in_sources"), ("pulled",))}
+Spec = Exercise      # an exercise kernel as its checker launches and probes it (helpers.kernels.catalog)
+KERNELS = {e.checker: e for e in EXERCISES.values() if e.inputs}
 
 
 APART = True     # each GPU checker in a child process of its own; False: in this process (emulated devices)

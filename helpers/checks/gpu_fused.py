@@ -27,6 +27,8 @@ from helpers.checks.pristine import REFERENCE as REF
 from helpers.checks.report import Report, Wrong, fresh_seed, worst_vertex
 from helpers.checks.strides import assignments
 
+__all__ = ["check_fused_update"]
+
 SPEC = KERNELS["check_fused_update"]
 FEW_BLOCKS = 3              # the small grid: a grid-stride loop walks the whole graph
 CANARY = 0x5EED             # the int after *finished

@@ -22,6 +22,8 @@ from helpers.checks.gpu_update import SEVERAL_THREADS
 from helpers.checks.limits import GPU_TIME_LIMIT
 from helpers.checks.report import Report, Wrong, fresh_seed, random_ranks, worst_vertex
 
+__all__ = ["check_pull_bfloat16"]
+
 SPEC = KERNELS["check_pull_bfloat16"]
 FORMAT = 2.0 ** -8          # bfloat16's largest relative rounding error (half a unit in its 8th bit)
 ADD = 2.0 ** -24            # float32's, per addition

@@ -15,6 +15,8 @@ from helpers.checks.limits import GPU_TIME_LIMIT
 from helpers.checks.probe import UNSET
 from helpers.checks.report import Report, Wrong, fresh_seed
 
+__all__ = ["check_pull_grid_stride", "check_pull_list", "check_pull_warp"]
+
 REDUNDANT_STRIDE = ("a wrong grid stride: several threads compute the same vertex (vertex {v}: threads {a} "
                     "and {b}; {count:,} vertices so). The values come out right, so this is about "
                     "performance, not correctness: the kernel repeats work; step by the grid's thread "

@@ -17,6 +17,8 @@ from helpers.checks.limits import GPU_TIME_LIMIT
 from helpers.checks.probe import SPAN
 from helpers.checks.report import Report, Wrong, fresh_seed, random_ranks, worst_vertex
 
+__all__ = ["check_contributions_split", "check_l1_change", "check_push_atomic"]
+
 STRAY = 2.0 ** -10          # |new - old| of each element past n in exercise 20
 DANGLING_LOST = ("dangling mass lost: the rank of vertices without out-links must be spread over all "
                  "vertices (d * dangling mass / n each); without it the ranks sum to less than 1")

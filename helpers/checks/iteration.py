@@ -21,6 +21,8 @@ from helpers.checks.returned import (
     as_array, as_integer, as_pair, begin, checked, cpu_graphs, graph_arrays, graph_copy, inputs_unchanged,
     pristine_arrays, scale_review)
 
+__all__ = ["check_power_iteration"]
+
 OFF_BY_ONE = ("iteration count off by one: the course counts the steps taken, including the one whose L1 "
               "change fell below tol")
 MAX_ITER = ("max_iter not honoured: when max_iter steps have been taken and the change is still not below "

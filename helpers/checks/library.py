@@ -29,6 +29,8 @@ from helpers.checks.report import (
 from helpers.checks.report import run as run_cases
 from helpers.checks.report import worst_vertex
 
+__all__ = ["check_beat_the_library"]
+
 YOURS, CUSPARSE, FLOOR = "your pull_sums", "cuSPARSE's SpMV (prepared once)", "the random-gather floor"
 SLOW = 1.0                  # seconds per call past which the timing is skipped
 ADD = 2.0 ** -24            # float32's relative rounding, per addition

@@ -26,6 +26,8 @@ from helpers.checks.report import Report, Wrong, describe_value, run
 from helpers.checks.returned import (
     as_array, begin, checked, cpu_graphs, inputs_unchanged, overflow_cause, scale_review, wrapped_type)
 
+__all__ = ["check_reorder"]
+
 ANSWERS = ("helpers.checks.reorder.out_degree_order", "helpers.checks.reorder.relabelled")
 STEPS = 30                  # float64 steps of both graphs compared (PageRank up to the renumbering)
 NOT_A_PERMUTATION = ("perm must be a permutation of 0..n-1, every vertex exactly once: np.argsort of a key "

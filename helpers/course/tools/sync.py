@@ -13,7 +13,7 @@ from helpers.course import BRANCH, NOTEBOOKS, RAW_URL, REPOSITORY, lecture_noteb
 from helpers.course.tools import students
 from helpers.course.tools.files import write_atomically
 from helpers.data.settings import ROOT
-from helpers.kernels.catalog import CATALOG
+from helpers.kernels.catalog import CATALOG, EXERCISES
 
 # The first line of every notebook's first cell ends with this: sync finds the cell by it.
 SETUP_MARKER = "# course set-up: python -m helpers.course sync"
@@ -147,10 +147,8 @@ def kernel_table() -> str:
     for e in CATALOG.values():
         kernel = link(f"{e.file}.cu", ROOT / "helpers" / "kernels" / f"{e.file}.cu")
         lecture = link(e.lecture, lectures[e.lecture]) if e.lecture in lectures else e.lecture
-        exercise = "-"
-        if e.exercise:
-            exercise = f"{link(e.exercise, NOTEBOOKS / 'exercises' / (e.exercise + '.ipynb'))} " \
-                       f"(`checks.{e.checker}`)"
+        exercise = ", ".join(f"{link(x.notebook, NOTEBOOKS / 'exercises' / (x.notebook + '.ipynb'))} "
+                             f"(`checks.{x.checker}`)" for x in EXERCISES.values() if x.practises == e.file) or "-"
         variants = ", ".join(f"`{v}`" for v in e.variants) or "-"
         rows.append(f"| {kernel} | {lecture} | {variants} | `{e.test}` | {exercise} |")
     return "\n".join(rows)
