@@ -1,6 +1,5 @@
-"""The kernel catalog: every .cu file with the lecture that teaches it, the driver variants it belongs to,
-the exercise that practises it and its checker, and the test that verifies it. Tests are parametrised from
-it and ``python -m helpers.course sync`` writes the README's kernel table from it."""
+"""The kernel catalog, the one registry: every .cu file with its lecture, driver variants, exercise, checker
+and test. The tests are parametrised from it; ``sync`` writes the README's kernel table from it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ CATALOG = {e.file: e for e in [
     Entry("pull_interleaved", "12", ("pull_interleaved",)),
     Entry("pull_warp", "13", ("pull_warp",), "13_pull_warp", "check_pull_warp"),
     Entry("pull_subwarp", "13", ("pull_subwarp_4", "pull_subwarp_8", "pull_subwarp_16")),
-    Entry("pull_hybrid", "13", ("pull_hybrid",)),
+    Entry("pull_hybrid", "13", ("pull_hybrid",), "31_beat_the_library", "check_beat_the_library"),
     Entry("pull_shared_tile", "13", ("pull_shared_tile",)),
     Entry("pull_hybrid_six_versions", "13"),
     Entry("pull_binned", "14", ("pull_binned",), "14_pull_list", "check_pull_list"),
@@ -55,17 +54,5 @@ CATALOG = {e.file: e for e in [
     Entry("pull_half", "40", ("pull_f16", "pull_bf16"), "40_half", "check_pull_bfloat16"),
 ]}
 
-
-def entry(file: str) -> Entry:
-    try:
-        return CATALOG[file]
-    except KeyError:
-        raise KeyError(f"no kernel {file!r} in the catalog; known: {', '.join(CATALOG)}") from None
-
-
-def for_variant(name: str) -> list[Entry]:
-    """The catalog entries whose kernels are a driver variant's own (not the shared contributions and
-    stop_test kernels of the unfused iteration)."""
-    return [e for e in CATALOG.values() if name in e.variants]
-
-
+# The driver variants that launch no kernel of the course's own (CuPy's cumsum, cuSPARSE's SpMV).
+WITHOUT_KERNEL = ("coo_cumsum", "cusparse")
