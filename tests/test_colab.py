@@ -326,7 +326,7 @@ def test_colab_setup_sh_runs_colab_setup_py_with_its_arguments(tmp_path):
     assert usage.returncode != 0 and "usage: python colab_setup.py OWNER/REPO [BRANCH]" in usage.stderr
     nowhere = (tmp_path / "nowhere").as_uri()
     env.update(PAGERANK_CHECKOUT_PARENT=str(tmp_path), PAGERANK_REPO_URL=nowhere)
-    clone = subprocess.run(["bash", script, "someone/fork", "pinned"], capture_output=True, text=True, env=env,
-                           cwd=tmp_path, timeout=300)
+    clone = subprocess.run(["bash", script, "someone/fork", "pinned"], capture_output=True, text=True,
+                           env=env, cwd=tmp_path, timeout=300)
     assert clone.returncode != 0 and f"fetching someone/fork at pinned from {nowhere}" in clone.stdout
-    assert f"colab_setup.py: could not clone {nowhere} at 'pinned'. Is someone/fork the course's" in clone.stderr
+    assert f"could not clone {nowhere} at 'pinned'. Is someone/fork the course's" in clone.stderr
