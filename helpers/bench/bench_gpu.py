@@ -33,7 +33,6 @@ def measure(dg, label: str, args, copy_gbs: float, cp, *, order: str = "given") 
         warnings.simplefilter("ignore", pg.NotConvergedWarning)
         run = pg.pagerank_gpu(dg, chosen, tol=1e-7, max_iter=500)
     accuracy = float(np.abs(run.ranks.astype(np.float64) - reference).sum())
-
     table = pd.DataFrame(h2h["rows"])
     table.attrs.update(gpu=gpu.device_facts().name, graph=f"{pg.graph_label(dg)}, {order} order",
                        floor=f"random-gather floor {floor.gather}",
@@ -87,7 +86,7 @@ def targets(parts: dict) -> list[tuple[str, bool, str]]:
     return found
 
 
-def generated_graphs(facts, web_graph, cp):
+def generated_graphs(facts, web_graph):
     """(label, order, graph-like) for the generated graphs of both regimes that fit this GPU."""
     beyond = 1 << int(np.ceil(np.log2(2.5 * facts.l2_bytes / 4)))
     out = []
@@ -124,7 +123,7 @@ def gpu_part(graph, reference, cpu, result, args) -> int:
     parts = {"web": measure(dg, "web", args, copy_gbs, cp)}
     del dg
     if args.generated == "auto" and not args.vertices:
-        for label, order, build in generated_graphs(facts, graph, cp):
+        for label, order, build in generated_graphs(facts, graph):
             start = time.perf_counter()
             big = build()
             cp.cuda.Device().synchronize()

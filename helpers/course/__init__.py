@@ -42,9 +42,6 @@ class Scale:
     def pick(self, student, test):
         return test if self.test else student
 
-    def __repr__(self) -> str:
-        return f"Scale({self.name!r})"
-
     def __str__(self) -> str:
         if self.test:
             return (f"test (${SCALE_VARIABLE}=test: smaller graphs and sweeps, fewer trials; every cell "

@@ -13,25 +13,15 @@ from helpers.data.settings import ROOT
 
 DESCRIPTION = ("The course's commands: run its notebooks, refresh the GPU lectures' outputs, keep them in "
                "step with its settings, report.")
-COMMANDS = {   # name: (one-line help, description)
-    "execute": ("run notebooks top to bottom in fresh kernels",
-                "Run notebooks top to bottom in fresh kernels, each in its own folder, and write the "
-                "executed copies to a folder. Notebooks that need a GPU are skipped, with the reason, where "
-                "there is none."),
-    "refresh": ("re-run the GPU lectures at the student scale and write their outputs in place",
-                "Run every lecture that needs a GPU (or the notebooks named), one after another, at the "
-                "student scale ($PAGERANK_SCALE=student), and write each over itself: the outputs to commit. "
-                "Prints a line per notebook, then the slowest cells and any over 60 s."),
-    "sync": ("write REPOSITORY and BRANCH into the notebooks, the student versions and the README's tables",
-             "Write the settings of helpers/course/__init__.py (REPOSITORY, BRANCH) into every notebook's "
-             "first cell, each notebook's Colab GPU request from its needs_gpu metadata, the student "
-             "versions of the exercises from their solutions, and the README's tables."),
-    "check": ("fail if sync would change anything",
-              "Name every file that sync would change (student versions out of step with their solutions, "
-              "first cells, Colab requests, README tables) and fail if there is one."),
-    "report": ("print Python, CPU, GPU and the data directory",
-               "Print what a notebook's first cell prints: Python, the CPU, the GPU (or what to do without "
-               "one) and the data directory."),
+COMMANDS = {   # name: what it does (its help and its description)
+    "execute": "run notebooks top to bottom in fresh kernels, each in its own folder (those that need a GPU "
+               "are skipped, with the reason, where there is none)",
+    "refresh": "re-run the GPU lectures (or the notebooks named) at the student scale, writing their outputs "
+               "in place; then name the slowest cells and any over 60 s",
+    "sync": "write REPOSITORY and BRANCH into the notebooks' first cells, their Colab GPU requests, the "
+            "student versions and the README's tables",
+    "check": "fail, naming each file, if sync would change anything",
+    "report": "print Python, CPU, GPU, the scale and the data directory (what a first cell prints)",
 }
 
 
@@ -40,9 +30,9 @@ def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
     parser = argparse.ArgumentParser(prog="python -m helpers.course", description=DESCRIPTION,
                                      formatter_class=cli.HelpFormatter)
     subparsers = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
-    commands = {name: subparsers.add_parser(name, help=short, description=long,
+    commands = {name: subparsers.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".",
                                             formatter_class=cli.HelpFormatter)
-                for name, (short, long) in COMMANDS.items()}
+                for name, text in COMMANDS.items()}
     for name, default in (("execute", "every lecture; with --exercises every exercise notebook too"),
                           ("refresh", "every lecture that needs a GPU")):
         commands[name].add_argument("notebooks", nargs="*", type=Path, metavar="NOTEBOOK",

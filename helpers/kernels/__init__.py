@@ -73,10 +73,8 @@ def define(code: str):
 
 def forget(name: str | None = None) -> None:
     """Go back to the canonical source of one kernel file (or of all)."""
-    if name is None:
-        _LIVE.clear()
-    else:
-        _LIVE.pop(name, None)
+    for key in list(_LIVE) if name is None else [name]:
+        _LIVE.pop(key, None)
 
 
 def live() -> dict[str, str]:
@@ -141,8 +139,6 @@ def compiled(name_or_code: str, function: str | None = None):
         function = function or name_or_code
     return _module(code).get_function(function)
 
-
-# --- NVRTC without a GPU ---------------------------------------------------------------------------
 
 class CompileError(RuntimeError):
     """A kernel source that NVRTC does not compile for the architecture asked for; the message has the log."""

@@ -57,9 +57,6 @@ class Run:
     cells: dict[int, float] = field(default_factory=dict)
     checks: list[dict] = field(default_factory=list)
 
-    def slowest(self, count: int = 3) -> list[tuple[int, float]]:
-        return sorted(self.cells.items(), key=lambda cell: -cell[1])[:count]
-
 
 def cell_seconds(notebook) -> dict[int, float]:
     """Each executed code cell's run time, from the timestamps nbclient records in its metadata."""
@@ -155,7 +152,8 @@ def refresh(notebooks: list[Path], *, timeout: int = DEFAULT_TIMEOUT) -> int:
             print(f"{step} FAILED {name}: {str(error).strip()[-1500:]}", flush=True)
             continue
         cells += [(seconds, f"{name} cell {index}") for index, seconds in run.cells.items()]
-        slow = ", ".join(f"cell {index} {seconds:.0f} s" for index, seconds in run.slowest(2))
+        slowest = sorted(run.cells.items(), key=lambda cell: -cell[1])[:2]
+        slow = ", ".join(f"cell {index} {seconds:.0f} s" for index, seconds in slowest)
         print(f"{step} {name}: {run.seconds:.0f} s (slowest: {slow}); on a T4, by the model, "
               f"{run.seconds:.0f} to {slower * run.seconds:.0f} s", flush=True)
     cells.sort(reverse=True)

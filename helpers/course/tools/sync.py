@@ -78,9 +78,6 @@ def sync_notebook(path: Path) -> bool:
     return update(path, synced_notebook(path))
 
 
-# --- the README's tables ------------------------------------------------------------------------------
-
-
 def relative(path: Path) -> str:
     return Path(path).relative_to(ROOT).as_posix()
 
@@ -149,9 +146,6 @@ def synced_readme(text: str) -> str:
         body = table()
         text = f"{before}{start}\n{body}{chr(10) if body else ''}{end}{rest.split(end, 1)[1]}"
     return text
-
-
-# --- everything at once ---------------------------------------------------------------------------------
 
 
 def notebooks_with_setup() -> list[Path]:
