@@ -1,29 +1,47 @@
-"""The catalog (helpers/kernels/catalog.py) is the one registry: it names every kernel file, every driver
-variant, every lecture that shows a kernel and every exercise with its notebook, checker and kernel."""
+"""The catalog (helpers/kernels/catalog.py) is the one registry: it names every .cu file, every driver variant,
+every kernel a lecture shows and every exercise with its notebook, checker and kernel, and everything it
+names exists."""
 import json
 import re
 
+from test_kernels import inline_kernels
+
 from helpers import checks, course, kernels
 from helpers.driver import VARIANTS     # imports no CuPy
-from helpers.kernels.catalog import CATALOG, EXERCISES
+from helpers.kernels.catalog import CATALOG, EXERCISES, WITHOUT_KERNEL
 
-LECTURES = {p.name[:2] for p in course.lecture_notebooks()}
+LECTURES = {path.name[:2]: path for path in course.lecture_notebooks()}
 EXERCISE_FOLDER = course.NOTEBOOKS / "exercises"
 
 
-def test_every_kernel_file_once_each_headed_by_its_lecture():
+def test_the_catalog_names_every_kernel_file_and_its_lecture():
     assert sorted(CATALOG) == kernels.names()
     for entry in CATALOG.values():
-        assert entry.lecture in LECTURES, entry.file
-        assert re.match(rf"// {entry.file}: lecture {entry.lecture}\.", kernels.canonical(entry.file)), entry.file
+        assert entry.lecture in LECTURES, f"{entry.file}: no lecture {entry.lecture}"
+        header = rf"^// {entry.file}: lecture {entry.lecture}\."
+        assert re.search(header, kernels.canonical(entry.file), re.MULTILINE), entry.file
 
 
-def test_every_variant_with_a_kernel_is_catalogued_under_its_kernel_files():
-    catalogued = {v for e in CATALOG.values() for v in e.variants}
-    assert catalogued == {n for n, v in VARIANTS.items() if v.kernels}     # the rest: CuPy or the libraries
-    for entry in CATALOG.values():
-        for name in entry.variants:
-            assert entry.file in VARIANTS[name].kernels or not VARIANTS[name].kernels, (entry.file, name)
+def test_the_catalog_names_every_driver_variant_with_exactly_its_kernels():
+    named = {name for entry in CATALOG.values() for name in entry.variants}
+    assert named | set(WITHOUT_KERNEL) == set(VARIANTS) and not named & set(WITHOUT_KERNEL)
+    for name, variant in VARIANTS.items():
+        files = {entry.file for entry in CATALOG.values() if name in entry.variants}
+        assert files == set(variant.kernels), f"{name} launches {variant.kernels}; the catalog says {files}"
+
+
+def test_every_kernel_a_lecture_shows_is_in_the_catalog_under_a_lecture_that_names_it():
+    shown = {}
+    for notebook, code in inline_kernels():
+        file = re.search(r"^//\s*(\w+):", code.strip(), re.MULTILINE).group(1)
+        shown.setdefault(file, set()).add(notebook)
+    assert shown and set(shown) <= set(CATALOG), sorted(set(shown) - set(CATALOG))
+    for file, notebooks in shown.items():
+        home = LECTURES[CATALOG[file].lecture]
+        assert home.name in notebooks or file in home.read_text(encoding="utf-8"), \
+            f"{file} is shown in {sorted(notebooks)}; its catalog lecture {home.name} neither shows nor names it"
+    for notebook in {name for names in shown.values() for name in names}:
+        assert any(LECTURES[e.lecture].name == notebook for e in CATALOG.values()), notebook
 
 
 def test_every_exercise_notebook_is_catalogued_and_named_by_one_slug():

@@ -316,3 +316,17 @@ def test_colab_setup_py_run_by_hand_needs_a_repository():
     missing = subprocess.run([sys.executable, str(course.ROOT / "colab_setup.py")], capture_output=True,
                              text=True)
     assert missing.returncode != 0 and "usage: python colab_setup.py OWNER/REPO [BRANCH]" in missing.stderr
+
+
+def test_colab_setup_sh_runs_colab_setup_py_with_its_arguments(tmp_path):
+    """The terminal's entry: ``bash colab_setup.sh`` hands its arguments to colab_setup.py (no network here:
+    without arguments it prints the usage; a clone from a folder that does not exist names the fork)."""
+    script, env = str(course.ROOT / "colab_setup.sh"), dict(os.environ, PYTHON=sys.executable)
+    usage = subprocess.run(["bash", script], capture_output=True, text=True, env=env)
+    assert usage.returncode != 0 and "usage: python colab_setup.py OWNER/REPO [BRANCH]" in usage.stderr
+    nowhere = (tmp_path / "nowhere").as_uri()
+    env.update(PAGERANK_CHECKOUT_PARENT=str(tmp_path), PAGERANK_REPO_URL=nowhere)
+    clone = subprocess.run(["bash", script, "someone/fork", "pinned"], capture_output=True, text=True,
+                           env=env, cwd=tmp_path, timeout=300)
+    assert clone.returncode != 0 and f"fetching someone/fork at pinned from {nowhere}" in clone.stdout
+    assert f"could not clone {nowhere} at 'pinned'. Is someone/fork the course's" in clone.stderr

@@ -1,18 +1,9 @@
-"""The headless benchmark: the course's iterations against measured floors and fair baselines, on a web-sized
-graph and on graphs in both memory regimes of this GPU, each verified, timed with spread, and the course's
-speed targets decided by one rule (``helpers.measure.verdicts``).
-
-    python -m helpers.bench                      # web-Google (or the announced stand-in) and generated graphs
-    python -m helpers.bench --vertices 4847571 --edges 68993773     # a generated graph of that size instead
-
-Graphs: the web-sized one (every variant, every baseline, the CPU); an R-MAT graph whose rank vector fits in
-L2 but is large (4.85M vertices, 69M edges); an R-MAT graph beyond L2 (2^k vertices, 9 edges each) in the
-order as given and in out-degree order; and a web-like graph beyond L2 (copies of the web-like stand-in, so a
-crawl's locality, which R-MAT lacks). Without a GPU it says so and runs the CPU part.
-"""
+"""The headless benchmark: the course's iterations against measured floors and fair baselines on web-Google
+and generated graphs of both memory regimes, each verified and timed (docs/bench.md says what it prints)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import time
@@ -38,7 +29,6 @@ BUILD_BYTES_PER_EDGE = 80        # host bytes per edge to build a Graph on the C
 
 def header() -> list[str]:
     """What this run is on: Python, NumPy, the CPU, the GPU, its driver, CUDA, CuPy, PyTorch."""
-
     status = gpu.gpu_status()
     lines = [f"Python {platform.python_version()}, NumPy {np.__version__}; CPU: {cpu_description()}"]
     if not status.available:
@@ -47,20 +37,18 @@ def header() -> list[str]:
 
     line = (f"GPU: {status.description}; driver {cp.cuda.runtime.driverGetVersion()}, CUDA runtime "
             f"{cp.cuda.runtime.runtimeGetVersion()}, CuPy {cp.__version__}")
-    try:
+    with contextlib.suppress(ImportError):
         import torch
         line += f", PyTorch {torch.__version__}"
-    except ImportError:
-        pass
     return lines + [line]
 
 
 def parse(argv=None):
-
-    parser = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="python -m helpers.bench", description=__doc__,
                                      formatter_class=HelpFormatter)
-    parser.add_argument("--vertices", type=int, help="instead of web-Google, generate an R-MAT graph with this "
-                                                     "many vertices (needs --edges)")
+    parser.add_argument("--vertices", type=int,
+                        help="instead of web-Google, generate an R-MAT graph with this many vertices "
+                             "(needs --edges)")
     parser.add_argument("--edges", type=int, help="the generated graph's edge count (needs --vertices)")
     parser.add_argument("--generated", choices=["auto", "off"], default="auto",
                         help="also measure the generated graphs of both memory regimes")
@@ -69,8 +57,7 @@ def parse(argv=None):
                              "the 16-bit ones only when named)")
     parser.add_argument("--launches", type=int, default=20, help="launches per timing trial")
     parser.add_argument("--trials", type=int, default=9, help="timing trials per measurement")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help="folder for the CSV and JSON files")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="folder for the CSV and JSON files")
     args = parser.parse_args(argv)
     if (args.vertices is None) != (args.edges is None):
         parser.error("--vertices and --edges go together: give both, or neither")
@@ -84,18 +71,12 @@ def parse(argv=None):
     return args
 
 
-def check_host_memory(edges: int, what: str) -> None:
-    """Refuse, before building, a graph whose CPU build would not fit in the memory available."""
-    graphs.check_host_memory(BUILD_BYTES_PER_EDGE * int(edges), f"building {what} on the CPU",
-                             f"{BUILD_BYTES_PER_EDGE} bytes per edge", "give fewer --edges")
-
-
 def cpu_part(graph) -> dict:
     """CPU baselines on the host graph: ms per iteration as Timings."""
     ranks = np.full(graph.num_vertices, 1.0 / graph.num_vertices)
     teleport = teleport_vector(graph.num_vertices)
-    out = {"SciPy CSR, one core": cpu_ms(lambda: pagerank_step(graph, ranks, DAMPING, teleport))}
-    out["NumPy, one core"] = cpu_ms(lambda: baselines.numpy_step(graph, ranks))
+    out = {"SciPy CSR, one core": cpu_ms(lambda: pagerank_step(graph, ranks, DAMPING, teleport)),
+           "NumPy, one core": cpu_ms(lambda: baselines.numpy_step(graph, ranks))}
     run, what = baselines.numba_parallel(graph)
     if run is not None:
         out[what] = cpu_ms(run, repeat=5)
@@ -103,7 +84,7 @@ def cpu_part(graph) -> dict:
         print(f"  multi-core CPU baseline skipped: {what}")
     if graph.num_edges <= PYTHON_MAX_EDGES:
         out["pure Python (lecture 03's lesson)"] = cpu_ms(lambda: baselines.python_step(graph, ranks),
-                                                                     repeat=1, warmup=0)
+                                                          repeat=1, warmup=0)
     return out
 
 
@@ -113,9 +94,10 @@ def main(argv=None) -> int:
     print("\n".join(lines), flush=True)
     print(f"writing results to {args.out}/ (change with --out)", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.vertices:
-
-        check_host_memory(args.edges, f"an R-MAT graph of {args.edges:,} edges")
+    if args.vertices:                  # refused before building where the CPU's build would not fit
+        graphs.check_host_memory(BUILD_BYTES_PER_EDGE * args.edges,
+                                 f"building an R-MAT graph of {args.edges:,} edges on the CPU",
+                                 f"{BUILD_BYTES_PER_EDGE} bytes per edge", "give fewer --edges")
         graph = rmat_graph(args.vertices, args.edges, seed=0, progress=True)
     else:
         graph = datasets.load_or_standin("web-Google")
@@ -132,6 +114,5 @@ def main(argv=None) -> int:
         print("no GPU: the GPU part is skipped (CPU part above).")
         (args.out / "bench.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
         return 0
-
     return gpu_part(graph, reference, cpu, result, args)
 

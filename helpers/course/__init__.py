@@ -1,10 +1,5 @@
-"""The course's runtime: where it lives on GitHub, where data goes, which notebooks it has, and the report
-every lecture's first cell prints. A lecture imports this; it never imports the maintenance tooling beside
-it (``sync``, ``execute``, ``students``: ``python -m helpers.course --help``).
-
-The GitHub owner/repo and the branch are written here and nowhere else by hand: ``python -m helpers.course
-sync`` writes them into the README's Colab badges and every notebook's first cell, and a test checks both.
-"""
+"""The course's runtime: its GitHub home, its notebooks, the scale and the report every first cell prints.
+REPOSITORY and BRANCH are written only here; ``python -m helpers.course sync`` copies them everywhere else."""
 from __future__ import annotations
 
 import json
@@ -19,8 +14,7 @@ from helpers.measure import gpu
 from helpers.measure.cpu import cpu_description
 
 REPOSITORY = "pagerank-on-the-gpu/pagerank-on-the-gpu"
-# The pin: the branch or tag that the badges open and that every notebook's first cell fetches on Colab, so a
-# student gets the code the notebook was synced with. Change it (e.g. to a release tag), then run sync.
+# The branch or tag the badges open and every first cell fetches on Colab; change it, then run sync.
 BRANCH = "main"
 CHECKOUT_NAME = "pagerank-on-the-gpu"   # the folder colab_setup.py clones into, under /content
 INSTALLED_MARKER = ".course-installed"  # written into it by colab_setup.py once the install succeeded
@@ -31,8 +25,7 @@ NOTEBOOKS = ROOT / "notebooks"
 
 
 class Scale:
-    """The size a lecture runs at: ``student`` (its own graphs, sweeps and trials; the committed outputs) or
-    ``test`` (smaller ones, fewer trials: every cell runs and every check checks, in seconds)."""
+    """The size a lecture runs at: ``student`` (its own sizes) or ``test`` (small: every cell in seconds)."""
 
     NAMES = ("student", "test")
 
@@ -47,11 +40,7 @@ class Scale:
         return self.name == "test"
 
     def pick(self, student, test):
-        """``student`` at the student scale, ``test`` at the test scale."""
         return test if self.test else student
-
-    def __repr__(self) -> str:
-        return f"Scale({self.name!r})"
 
     def __str__(self) -> str:
         if self.test:
@@ -61,21 +50,16 @@ class Scale:
 
 
 def scale() -> Scale:
-    """The one scale setting, $PAGERANK_SCALE: 'student' where unset or blank, else 'student' or 'test'."""
+    """The one scale setting, $PAGERANK_SCALE: 'student' where unset or blank."""
     return Scale(os.environ.get(SCALE_VARIABLE, "").strip().lower() or "student")
 
 
-def in_colab() -> bool:
-    return "google.colab" in sys.modules
-
-
 def report() -> None:
-    """Print where this lecture runs: Python, Colab or not, the CPU (model, cores), the GPU (or plainly that
-    there is none, and what to do), and the data directory (named, never as this machine's absolute path)."""
-    status = gpu.gpu_status()
-    print(f"Python {platform.python_version()}{' on Google Colab' if in_colab() else ''}")
+    """Print where this lecture runs: Python (on Colab or not), CPU, GPU, scale and the data directory."""
+    colab = " on Google Colab" if "google.colab" in sys.modules else ""
+    print(f"Python {platform.python_version()}{colab}")
     print(f"CPU: {cpu_description()}")
-    print(f"GPU: {status.description}")
+    print(f"GPU: {gpu.gpu_status().description}")
     try:
         print(f"scale: {scale()}")
     except SettingError as error:
@@ -90,7 +74,6 @@ def report() -> None:
 
 
 def lecture_notebooks() -> list[Path]:
-    """Every lecture notebook, in course order."""
     return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -105,11 +88,10 @@ def _declared(path: Path, key: str) -> bool:
 
 
 def needs_gpu(path: Path) -> bool:
-    """Whether a notebook declares that it needs a GPU (its metadata: course.needs_gpu)."""
+    """Whether a notebook's metadata declares course.needs_gpu."""
     return _declared(path, "needs_gpu")
 
 
 def times(path: Path) -> bool:
-    """Whether a notebook declares that its checks depend on timings (course.times): the tests run its
-    cells alone."""
+    """Whether a notebook's checks depend on timings (course.times): the tests run its cells alone."""
     return _declared(path, "times")

@@ -1,4 +1,4 @@
-"""``python -m helpers.course``: the course's maintenance commands (execute, sync, check, report)."""
+"""``python -m helpers.course``: the course's maintenance commands (execute, refresh, sync, check, report)."""
 from __future__ import annotations
 
 import argparse
@@ -11,25 +11,35 @@ from helpers.course.tools import sync
 from helpers.course.tools.execute import DEFAULT_OUT, DEFAULT_TIMEOUT, execute_all, executed_path, refresh
 from helpers.data.settings import ROOT
 
-DESCRIPTION = ("The course's commands: run its notebooks, refresh the GPU lectures' outputs, keep them in step "
-               "with its settings, report.")
+DESCRIPTION = ("The course's commands: run its notebooks, refresh the GPU lectures' outputs, keep them in "
+               "step with its settings, report.")
+COMMANDS = {   # name: what it does (its help and its description)
+    "execute": "run notebooks top to bottom in fresh kernels, each in its own folder (those that need a GPU "
+               "are skipped, with the reason, where there is none)",
+    "refresh": "re-run the GPU lectures (or the notebooks named) at the student scale, writing their outputs "
+               "in place; then name the slowest cells and any over 60 s",
+    "sync": "write REPOSITORY and BRANCH into the notebooks' first cells, their Colab GPU requests, the "
+            "student versions and the README's tables",
+    "check": "fail, naming each file, if sync would change anything",
+    "report": "print Python, CPU, GPU, the scale and the data directory (what a first cell prints)",
+}
 
 
 def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The command's parser and each subcommand's, by name."""
-
     parser = argparse.ArgumentParser(prog="python -m helpers.course", description=DESCRIPTION,
                                      formatter_class=cli.HelpFormatter)
-    commands = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
-
-    execute = commands.add_parser(
-        "execute", formatter_class=cli.HelpFormatter, help="run notebooks top to bottom in fresh kernels",
-        description="Run notebooks top to bottom in fresh kernels, each in its own folder, and write the "
-                    "executed copies to a folder. Notebooks that need a GPU are skipped, with the reason, "
-                    "where there is none.")
-    execute.add_argument("notebooks", nargs="*", type=Path, metavar="NOTEBOOK",
-                         help="the notebooks to run (default: every lecture; with --exercises every "
-                              "exercise notebook too)")
+    subparsers = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND")
+    commands = {name: subparsers.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".",
+                                            formatter_class=cli.HelpFormatter)
+                for name, text in COMMANDS.items()}
+    for name, default in (("execute", "every lecture; with --exercises every exercise notebook too"),
+                          ("refresh", "every lecture that needs a GPU")):
+        commands[name].add_argument("notebooks", nargs="*", type=Path, metavar="NOTEBOOK",
+                                    help=f"the notebooks to run (default: {default})")
+        commands[name].add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                                    help="the longest one cell may run")
+    execute = commands["execute"]
     execute.add_argument("--exercises", action="store_true",
                          help="also run every exercise notebook, solutions and student versions")
     execute.add_argument("--cpu-only", action="store_true",
@@ -40,49 +50,14 @@ def build_parsers() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argumen
                             "(default: %(default)s/ in the current directory)")
     where.add_argument("--in-place", action="store_true",
                        help="overwrite the notebooks themselves with their new outputs")
-    execute.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                         help="the longest one cell may run")
     execute.add_argument("--allow-failed-checks", action="store_true",
                          help="an exercise check that fails does not fail the run (the student versions' "
                               "checks fail until they are solved); it is still named")
-
-    refresh = commands.add_parser(
-        "refresh", formatter_class=cli.HelpFormatter,
-        help="re-run the GPU lectures at the student scale and write their outputs in place",
-        description="Run every lecture that needs a GPU (or the notebooks named), one after another, at the "
-                    "student scale ($PAGERANK_SCALE=student), and write each over itself: the outputs to "
-                    "commit. Prints a line per notebook, then the slowest cells and any over 60 s.")
-    refresh.add_argument("notebooks", nargs="*", type=Path, metavar="NOTEBOOK",
-                         help="the notebooks to run (default: every lecture that needs a GPU)")
-    refresh.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT, metavar="SECONDS",
-                         help="the longest one cell may run")
-
-    sync = commands.add_parser(
-        "sync", formatter_class=cli.HelpFormatter,
-        help="write REPOSITORY and BRANCH into the notebooks, the student versions and the README's tables",
-        description="Write the settings of helpers/course/__init__.py (REPOSITORY, BRANCH) into every "
-                    "notebook's first cell, each notebook's Colab GPU request from its needs_gpu metadata, "
-                    "the student versions of the exercises from their solutions, and the README's tables.")
-    check = commands.add_parser(
-        "check", formatter_class=cli.HelpFormatter, help="fail if sync would change anything",
-        description="Name every file that sync would change (student versions out of step with their "
-                    "solutions, first cells, Colab requests, README tables) and fail if there is one.")
-    report_command = commands.add_parser(
-        "report", formatter_class=cli.HelpFormatter, help="print Python, CPU, GPU and the data directory",
-        description="Print what a notebook's first cell prints: Python, the CPU, the GPU (or what to do "
-                    "without one) and the data directory.")
-    return parser, {"execute": execute, "refresh": refresh, "sync": sync, "check": check,
-                    "report": report_command}
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``python -m helpers.course`` (its subcommands' parsers: build_parsers)."""
-    return build_parsers()[0]
+    return parser, commands
 
 
 def notebooks_named(parser: argparse.ArgumentParser, named: list[Path], default: list[Path]) -> list[Path]:
-    """The notebooks a command was given (``default`` where none), each an existing .ipynb file; a usage
-    error naming the first that is not."""
+    """The notebooks given (``default`` where none); a usage error for any that is not an .ipynb file."""
     for path in named or default:
         if path.suffix != ".ipynb" or not path.is_file():
             parser.error(f"not a notebook: {path}")
@@ -90,14 +65,12 @@ def notebooks_named(parser: argparse.ArgumentParser, named: list[Path], default:
 
 
 def run_execute(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-
     notebooks = notebooks_named(parser, args.notebooks, lecture_notebooks() +
                                 (exercise_notebooks() if args.exercises else []))
     out = None if args.in_place else args.out.resolve()
-    if out is not None:
-        clash = [p for p in notebooks if executed_path(p, out) == p.resolve()]
-        if clash:
-            parser.error(f"--out {args.out} would overwrite {clash[0]} itself; use --in-place for that")
+    clash = [p for p in notebooks if out is not None and executed_path(p, out) == p.resolve()]
+    if clash:
+        parser.error(f"--out {args.out} would overwrite {clash[0]} itself; use --in-place for that")
     return execute_all(notebooks, out, cpu_only=args.cpu_only, timeout=args.timeout,
                        failed_checks_fail=not args.allow_failed_checks)
 
@@ -112,14 +85,12 @@ def main(argv=None) -> int:
         return run_execute(commands["execute"], commands["execute"].parse_intermixed_args(argv[1:]))
     args = parser.parse_args(argv)
     if args.command == "refresh":
-
-        notebooks = notebooks_named(commands["refresh"], args.notebooks,
-                                    [p for p in lecture_notebooks() if needs_gpu(p)])
-        return refresh(notebooks, timeout=args.timeout)
+        gpu_lectures = [p for p in lecture_notebooks() if needs_gpu(p)]
+        return refresh(notebooks_named(commands["refresh"], args.notebooks, gpu_lectures),
+                       timeout=args.timeout)
     if args.command == "report":
         report()
         return 0
-
     try:
         if args.command == "sync":
             for path in sync.sync():

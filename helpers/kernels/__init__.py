@@ -1,11 +1,5 @@
-"""The canonical CUDA source of every kernel the course teaches, one ``.cu`` file per kernel.
-
-Lectures show the same source inline (a test keeps them equal) and hand it to ``define``, which makes it
-the source in force for the session: ``compiled`` compiles with CuPy whatever source is in force, so an edited
-lecture cell changes every table and check that follows it. ``nvrtc_compile`` compiles a source for a
-given architecture (a T4 is compute_75) with NVRTC alone, no GPU and no CuPy needed: that is how CI
-checks that every kernel builds for a T4.
-"""
+"""The canonical CUDA source of every kernel the course teaches, one ``.cu`` file each; ``define`` makes a
+lecture's edited source the one ``compiled`` (CuPy) uses; ``nvrtc_compile`` builds for a T4 without a GPU."""
 from __future__ import annotations
 
 import contextlib
@@ -22,8 +16,7 @@ KERNEL_DIR = Path(__file__).resolve().parent
 T4_ARCH = "compute_75"
 HEADER = re.compile(r"^\s*//\s*(\w+):")
 
-# Sources a lecture cell defined in this session, by kernel file name: they replace the canonical .cu files
-# for everything that loads kernels (the driver, its tables, verify), so an edited cell changes the results.
+# Sources lecture cells defined this session, by kernel file: every launch uses them, not the .cu files.
 _LIVE: dict[str, str] = {}
 
 
@@ -40,7 +33,7 @@ def canonical(name: str) -> str:
 
 
 def source(name: str) -> str:
-    """The source in force for a kernel file: the one a lecture cell defined, else the canonical file."""
+    """The source in force: the one a lecture cell defined, else the canonical file."""
     return _LIVE.get(name) or canonical(name)
 
 
@@ -53,21 +46,14 @@ def file_name(code: str) -> str:
 
 
 def same_source(a: str, b: str) -> bool:
-    """Whether two sources are the same kernel text, blank lines and trailing spaces aside (a kernel shown in
-    parts is joined with a blank line where one cell ends and the next begins)."""
-    def lines(text):
-        return [line.rstrip() for line in text.splitlines() if line.strip()]
-    return lines(a) == lines(b)
+    """Whether two sources are the same, blank lines and trailing spaces aside."""
+    a, b = ([line.rstrip() for line in text.splitlines() if line.strip()] for text in (a, b))
+    return a == b
 
 
 def define(code: str):
-    """Make this source the one in force for its kernel file for the rest of the session, and return its
-    kernel function — or, for a file whose kernels are not named after it, a namespace of them all — compiled
-    at once when a GPU is there, so that a compile error shows in the defining cell.
-
-    This is how a lecture's inline kernel becomes the kernel that its tables time and its checks verify:
-    edit the cell, run it again, and every later launch through ``compiled`` uses the edited source.
-    """
+    """Make this source the one in force for its kernel file this session; with a GPU, return its kernel
+    compiled now (or a namespace of a file's kernels not named after it), so a compile error shows here."""
     name = file_name(code)
     if name not in names():
         raise KeyError(f"{name!r} is not one of the course's kernel files: {', '.join(names())}")
@@ -77,22 +63,18 @@ def define(code: str):
         _LIVE[name] = code
         print(f"{name}: using this notebook's source, which differs from helpers/kernels/{name}.cu, "
               f"for every launch in this session")
-
     if not has_gpu():
         return None
     functions = kernel_names(code)
     if name in functions:
         return compiled(name)
-
     return SimpleNamespace(**{function: compiled(name, function) for function in functions})
 
 
 def forget(name: str | None = None) -> None:
     """Go back to the canonical source of one kernel file (or of all)."""
-    if name is None:
-        _LIVE.clear()
-    else:
-        _LIVE.pop(name, None)
+    for key in list(_LIVE) if name is None else [name]:
+        _LIVE.pop(key, None)
 
 
 def live() -> dict[str, str]:
@@ -123,9 +105,8 @@ def _thread_locale():
 
 @contextlib.contextmanager
 def keeping_locale():
-    """NVRTC 12.4 switches the calling thread to the C locale (``uselocale``) while it loads and compiles; put
-    the thread's and the process's locale back, or every text file read or written afterwards without an
-    explicit encoding fails on its first non-ASCII character."""
+    """Put the thread's and the process's locale back: NVRTC 12.4 switches the thread to C (uselocale), and
+    then any text file read without an explicit encoding fails on its first non-ASCII character."""
     saved = locale.setlocale(locale.LC_ALL)
     uselocale = _thread_locale()
     thread = uselocale(None) if uselocale else None
@@ -139,7 +120,6 @@ def keeping_locale():
 
 @lru_cache(maxsize=None)
 def _module(code: str):
-
     cp = require_gpu()
     with keeping_locale():
         module = cp.RawModule(code=code, options=("-std=c++17",) + options(code))
@@ -148,9 +128,8 @@ def _module(code: str):
 
 
 def compiled(name_or_code: str, function: str | None = None):
-    """The compiled kernel function: ``compiled(file)`` (the function named after the file), ``compiled(file,
-    function)`` for another function of that file, or ``compiled(code, function)`` from source text. A file's
-    source is the one in force (see ``define``). Compiled once per source: a launch costs no file read."""
+    """The kernel function ``compiled(file[, function])`` (of the source in force) or ``compiled(code[,
+    function])``; compiled once per source."""
     if "__global__" in name_or_code:
         code = name_or_code
         if function is None:
@@ -160,8 +139,6 @@ def compiled(name_or_code: str, function: str | None = None):
         function = function or name_or_code
     return _module(code).get_function(function)
 
-
-# --- NVRTC without a GPU ---------------------------------------------------------------------------
 
 class CompileError(RuntimeError):
     """A kernel source that NVRTC does not compile for the architecture asked for; the message has the log."""
@@ -190,32 +167,26 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
+def _read(program, size, get) -> str:
+    """NVRTC's log or PTX, read into a NEW bytes object: ``b" " * 1`` is Python's one shared b" ", and NVRTC's
+    NUL would turn every b" " in the process into b"\\0" (breaking every .npy header)."""
+    buffer = b" " * (max(int(_checked(size(program))), 1) + 1)
+    get(program, buffer)
+    return buffer.rstrip(b" \0").decode(errors="replace")
+
+
 def nvrtc_compile(code: str, arch: str = T4_ARCH, name: str = "kernel.cu") -> str:
-    """Compile CUDA source to PTX for ``arch`` with NVRTC; returns the PTX, raises CompileError with the log."""
+    """CUDA source compiled to PTX for ``arch`` with NVRTC; CompileError with the log."""
     with keeping_locale():                   # loading NVRTC, creating and compiling: each may switch it
         nvrtc = _nvrtc()
         program = _checked(nvrtc.nvrtcCreateProgram(code.encode(), name.encode(), 0, [], []))
-        return _compile(nvrtc, program, code, arch, name)
-
-
-def _buffer(size: int) -> bytes:
-    """A NEW bytes object of at least ``size`` bytes for NVRTC to write into. Never ``b" " * size``: for a
-    size of 1 (an empty log) Python returns its one shared b" ", and NVRTC's terminating NUL then turns every
-    b" " in the process into b"\\0" (NumPy pads .npy headers with it: every cache read back failed)."""
-    return b" " * (max(int(size), 1) + 1)
-
-
-def _compile(nvrtc, program, code: str, arch: str, name: str) -> str:
-    try:
-        flags = [f"--gpu-architecture={arch}".encode(), b"-std=c++17", *(o.encode() for o in options(code))]
-        status, = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
-        log = _buffer(_checked(nvrtc.nvrtcGetProgramLogSize(program)))
-        nvrtc.nvrtcGetProgramLog(program, log)
-        if int(status) != 0:
-            text = log.rstrip(b" \0").decode(errors="replace")
-            raise CompileError(f"{name} does not compile for {arch}:\n{text}")
-        ptx = _buffer(_checked(nvrtc.nvrtcGetPTXSize(program)))
-        nvrtc.nvrtcGetPTX(program, ptx)
-        return ptx.rstrip(b" \0").decode()
-    finally:
-        nvrtc.nvrtcDestroyProgram(program)
+        try:
+            flags = [f"--gpu-architecture={arch}".encode(), b"-std=c++17",
+                     *(option.encode() for option in options(code))]
+            status, = nvrtc.nvrtcCompileProgram(program, len(flags), flags)
+            log = _read(program, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog)
+            if int(status) != 0:
+                raise CompileError(f"{name} does not compile for {arch}:\n{log}")
+            return _read(program, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
+        finally:
+            nvrtc.nvrtcDestroyProgram(program)

@@ -1,6 +1,6 @@
-"""The kernel catalog: every .cu file with the lecture that teaches it, the driver variants it belongs to,
-the exercise that practises it and its checker, and the test that verifies it. Tests are parametrised from
-it and ``python -m helpers.course sync`` writes the README's kernel table from it."""
+"""The kernel catalog, the one registry: every .cu file with its lecture, driver variants and test, and every
+exercise with its notebook, checker and kernel. The tests are parametrised from it; ``sync`` writes the
+README's kernel table from it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -94,22 +94,10 @@ EXERCISES = {e.number: e for e in [
     Exercise("21", "fused_update", "fused", ("in_offsets", "in_sources", "out_degree", "contrib", "rank"),
              ("new_rank", "new_contrib")),
     Exercise("22", "reorder"),
-    Exercise("31", "beat_the_library"),
+    Exercise("31", "beat_the_library", "pull_hybrid"),
     Exercise("33", "top_k"),
     Exercise("40", "pull_bfloat16", "pull_half", ("in_offsets", "in_sources"), ("pulled",)),
 ]}
 
-
-def entry(file: str) -> Entry:
-    try:
-        return CATALOG[file]
-    except KeyError:
-        raise KeyError(f"no kernel {file!r} in the catalog; known: {', '.join(CATALOG)}") from None
-
-
-def for_variant(name: str) -> list[Entry]:
-    """The catalog entries whose kernels are a driver variant's own (not the shared contributions and
-    stop_test kernels of the unfused iteration)."""
-    return [e for e in CATALOG.values() if name in e.variants]
-
-
+# The driver variants that launch no kernel of the course's own (CuPy's cumsum, cuSPARSE's SpMV).
+WITHOUT_KERNEL = ("coo_cumsum", "cusparse")

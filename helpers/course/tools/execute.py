@@ -1,10 +1,7 @@
-"""Running notebooks top to bottom in fresh kernels (nbclient), as ``python -m helpers.course execute`` does:
-each in its own folder, its executed copy written to an output folder (or over itself only when asked).
-Maintenance tooling: no lecture imports it.
-"""
+"""Running notebooks top to bottom in fresh kernels with nbclient: ``python -m helpers.course execute`` and
+``refresh``. Maintenance tooling: no lecture imports it."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import tempfile
@@ -20,11 +17,19 @@ from helpers.measure import gpu
 
 DEFAULT_OUT = Path("executed-notebooks")
 DEFAULT_TIMEOUT = 1200      # seconds one cell may run
+CELL_LIMIT = 60.0           # seconds a lecture cell may take at the student scale on an H200
+
+
+def jupyter():
+    """nbformat, nbclient's NotebookClient and traitlets' Config, imported when first needed."""
+    import nbformat  # Jupyter's stack: installed with [course] or [dev], not with helpers
+    from nbclient import NotebookClient
+    from traitlets.config import Config
+    return nbformat, NotebookClient, Config
 
 
 def notebook_name(path: Path) -> Path:
-    """A notebook's path relative to notebooks/ (``exercises/01_pagerank_step.ipynb``), or its file name
-    where it lies elsewhere."""
+    """A notebook's path relative to notebooks/, or its file name where it lies elsewhere."""
     path, notebooks = Path(path).resolve(), NOTEBOOKS.resolve()
     return path.relative_to(notebooks) if path.is_relative_to(notebooks) else Path(path.name)
 
@@ -35,12 +40,9 @@ def executed_path(path: Path, out: Path) -> Path:
 
 
 def kernel_config(folder: str):
-    """Kernels talk to this process over local sockets in ``folder`` where the system has them (over TCP,
-    ipykernel warns once per notebook that the traffic is unencrypted), over TCP where it has none or the
-    socket path would pass the system's length limit (Linux 107 bytes, macOS 103)."""
-    from traitlets.config import Config  # Jupyter's stack: with [course] or [dev], not with helpers
-
-    config = Config()
+    """Kernels talk over local sockets in ``folder`` (TCP makes ipykernel warn it is unencrypted), or over
+    TCP where there are none or the path would pass the socket-path limit (Linux 107 bytes, macOS 103)."""
+    config = jupyter()[2]()
     ip = os.path.join(folder, "kernel")            # sockets kernel-1 ... kernel-5, an absolute path
     if os.name == "posix" and len(os.fsencode(ip)) + 2 <= 100:
         config.KernelManager.transport = "ipc"
@@ -50,29 +52,10 @@ def kernel_config(folder: str):
 
 @dataclass
 class Run:
-    """One notebook run: seconds in all, each code cell's seconds (by cell index) and the verdict of every
-    exercise check it showed (``{"exercise", "ok", "seed"}``)."""
+    """One notebook run: seconds, each code cell's seconds by index, and its exercise checks' verdicts."""
     seconds: float
     cells: dict[int, float] = field(default_factory=dict)
     checks: list[dict] = field(default_factory=list)
-
-    def slowest(self, count: int = 3) -> list[tuple[int, float]]:
-        return sorted(self.cells.items(), key=lambda cell: -cell[1])[:count]
-
-
-@contextlib.contextmanager
-def settings(**values: str):
-    """Environment settings for the kernels started within (they inherit this process's environment)."""
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def cell_seconds(notebook) -> dict[int, float]:
@@ -87,22 +70,19 @@ def cell_seconds(notebook) -> dict[int, float]:
     return found
 
 
-def execute(path: Path, target: Path, *, timeout: int = DEFAULT_TIMEOUT) -> Run:
-    """Run a notebook top to bottom in a fresh kernel, in its own folder, and write it with its outputs to
-    ``target`` (the notebook itself only where ``target`` is ``path``). The executed notebook is written on
-    failure too, so the error can be read in it."""
-    import nbformat  # Jupyter's stack: installed with [course] or [dev]
-    from nbclient import NotebookClient
-
+def execute(path: Path, target: Path, *, timeout: int = DEFAULT_TIMEOUT, env: dict | None = None) -> Run:
+    """Run a notebook in a fresh kernel in its own folder, with ``env`` added to the kernel's environment;
+    write it with its outputs to ``target``, on failure too (the error can be read there)."""
+    nbformat, NotebookClient, _ = jupyter()
     notebook = nbformat.read(path, as_version=4)
     start = time.perf_counter()
     try:
         with tempfile.TemporaryDirectory(prefix="course-kernel-") as folder:
-            log = Path(folder) / "checks.jsonl"
-            with settings(**{LOG_VARIABLE: str(log)}):       # the kernel's checkers add their verdicts
-                NotebookClient(notebook, timeout=timeout, kernel_name="python3", coalesce_streams=True,
-                               config=kernel_config(folder),
-                               resources={"metadata": {"path": str(Path(path).resolve().parent)}}).execute()
+            log = Path(folder) / "checks.jsonl"           # the kernel's checkers add their verdicts
+            client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", coalesce_streams=True,
+                                    config=kernel_config(folder))
+            client.execute(cwd=str(Path(path).resolve().parent),
+                           env={**os.environ, **(env or {}), LOG_VARIABLE: str(log)})
             lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
     finally:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
@@ -113,10 +93,8 @@ def execute(path: Path, target: Path, *, timeout: int = DEFAULT_TIMEOUT) -> Run:
 
 def execute_all(notebooks: list[Path], out: Path | None, *, cpu_only: bool = False,
                 timeout: int = DEFAULT_TIMEOUT, failed_checks_fail: bool = True) -> int:
-    """Run each notebook (those that need a GPU skipped, with the reason, where there is none or with
-    ``cpu_only``), write the executed copies under ``out`` (over the notebooks where ``out`` is None), print
-    one line per notebook and a summary; returns 1 if any failed (a notebook that ran but showed a failed
-    exercise check counts, unless ``failed_checks_fail`` is off), else 0."""
+    """Run each notebook (skipping the GPU ones without a GPU or with ``cpu_only``), write the copies under
+    ``out`` (None: in place), print a line each and a summary; 1 if any failed, else 0."""
     if out is not None:
         print(f"executed copies go to {out} (the notebooks themselves stay as they are; --in-place "
               "overwrites them)")
@@ -139,10 +117,8 @@ def execute_all(notebooks: list[Path], out: Path | None, *, cpu_only: bool = Fal
         wrong = sorted({c["exercise"] for c in run.checks if not c["ok"]})
         if wrong:
             checks_failed.append(str(name))
-            print(f"ran {name} in {run.seconds:.0f} s: its check FAILED ({', '.join(wrong)}; the executed "
-                  f"copy shows why: {target})", flush=True)
-        else:
-            print(f"ran {name} in {run.seconds:.0f} s", flush=True)
+        failure = f": its check FAILED ({', '.join(wrong)}; the executed copy shows why: {target})"
+        print(f"ran {name} in {run.seconds:.0f} s{failure if wrong else ''}", flush=True)
     if skipped:
         reason = "--cpu-only" if cpu_only else f"GPU: {status.description}"
         print(f"skipped {len(skipped)} notebook(s) that need a GPU ({reason})")
@@ -153,20 +129,13 @@ def execute_all(notebooks: list[Path], out: Path | None, *, cpu_only: bool = Fal
     return 1 if failed or (checks_failed and failed_checks_fail) else 0
 
 
-CELL_LIMIT = 60.0     # seconds a lecture cell may take at the student scale on an H200
-
-
 def refresh(notebooks: list[Path], *, timeout: int = DEFAULT_TIMEOUT) -> int:
-    """Run each notebook at the student scale, in place (the committed outputs), one after another (they
-    time), with a line before and after each, its time and the T4 model's range for it (from all of it
-    fixed costs to all of it memory-bound at 320 GB/s); then the slowest cells and any over CELL_LIMIT.
-    Returns 1 if a notebook failed, 2 without a GPU, else 0."""
-
+    """Run each notebook in place at the student scale, one after another, with its time and the T4 model's
+    range; then the slowest cells and any over CELL_LIMIT. 1 if one failed, 2 without a GPU, else 0."""
     status = gpu.gpu_status()
     if not status.available:
         print(f"refresh runs the lectures on a GPU: {status.description}")
         return 2
-
     slower = gpu.measure_copy_bandwidth() / T4_DRAM_GBS       # the T4 model: its datasheet's 320 GB/s
     gpu.require_gpu().get_default_memory_pool().free_all_blocks()   # the lectures get the whole GPU
     print(f"refreshing {len(notebooks)} notebook(s) in place at the student scale on "
@@ -174,19 +143,19 @@ def refresh(notebooks: list[Path], *, timeout: int = DEFAULT_TIMEOUT) -> int:
           flush=True)
     start, failed, cells = time.perf_counter(), [], []
     for number, path in enumerate(notebooks, 1):
-        name = notebook_name(path)
-        print(f"[{number}/{len(notebooks)}] {name} ...", flush=True)
+        name, step = notebook_name(path), f"[{number}/{len(notebooks)}]"
+        print(f"{step} {name} ...", flush=True)
         try:
-            with settings(**{SCALE_VARIABLE: "student"}):
-                run = execute(path, path, timeout=timeout)
+            run = execute(path, path, timeout=timeout, env={SCALE_VARIABLE: "student"})
         except Exception as error:
             failed.append(str(name))
-            print(f"[{number}/{len(notebooks)}] FAILED {name}: {str(error).strip()[-1500:]}", flush=True)
+            print(f"{step} FAILED {name}: {str(error).strip()[-1500:]}", flush=True)
             continue
         cells += [(seconds, f"{name} cell {index}") for index, seconds in run.cells.items()]
-        slow = ", ".join(f"cell {index} {seconds:.0f} s" for index, seconds in run.slowest(2))
-        print(f"[{number}/{len(notebooks)}] {name}: {run.seconds:.0f} s (slowest: {slow}); on a T4, by the "
-              f"model, {run.seconds:.0f} to {slower * run.seconds:.0f} s", flush=True)
+        slowest = sorted(run.cells.items(), key=lambda cell: -cell[1])[:2]
+        slow = ", ".join(f"cell {index} {seconds:.0f} s" for index, seconds in slowest)
+        print(f"{step} {name}: {run.seconds:.0f} s (slowest: {slow}); on a T4, by the model, "
+              f"{run.seconds:.0f} to {slower * run.seconds:.0f} s", flush=True)
     cells.sort(reverse=True)
     print(f"{len(notebooks) - len(failed)} refreshed, {len(failed)} failed"
           + (f" ({', '.join(failed)})" if failed else "") + f", in {time.perf_counter() - start:.0f} s")

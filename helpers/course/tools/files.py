@@ -1,23 +1,15 @@
-"""Writing the course's own files (notebooks, README) so that a reader never finds one half-written."""
+"""Writing the course's own files (notebooks, README) only where they change, and never half-written."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
+from helpers.data.graphfiles import write_atomically
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path`` and move it over ``path`` in one step."""
+
+def update(path: Path, text: str) -> bool:
+    """Write ``text`` over ``path`` in one step where it differs from what is there; True if it changed."""
     path = Path(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        if path.exists():
-            os.chmod(temporary, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    if path.is_file() and path.read_text(encoding="utf-8") == text:
+        return False
+    write_atomically(path, lambda file: file.write(text.encode("utf-8")))
+    return True

@@ -1,13 +1,5 @@
-"""Student versions of the exercise notebooks, written from the solution notebooks (the single source).
-
-In a solution notebook, code between ``# BEGIN SOLUTION hint: ...`` and ``# END SOLUTION`` (``//`` inside
-CUDA source) becomes ``# TODO: <hint>`` plus ``raise NotImplementedError`` in Python, or ``// TODO: <hint>``
-in CUDA, where the empty kernel still compiles and the checker reports what it leaves unwritten. Cells
-tagged ``solution-only`` are dropped, every output is cleared, and nothing of the solution's last run
-(outputs, versions) reaches the student version.
-``python -m helpers.course sync`` writes the student versions; ``python -m helpers.course check`` fails when
-one is out of step. Maintenance tooling: no lecture imports it.
-"""
+"""Student versions of the exercise notebooks, written from the solutions: code between ``# BEGIN SOLUTION
+hint: ...`` and ``# END SOLUTION`` (``//`` in CUDA) becomes a TODO, solution-only cells and outputs go."""
 from __future__ import annotations
 
 import copy
@@ -16,7 +8,7 @@ import re
 from pathlib import Path
 
 from helpers.course import NOTEBOOKS
-from helpers.course.tools.files import write_atomically
+from helpers.course.tools.files import update
 
 EXERCISES = NOTEBOOKS / "exercises"
 SUFFIX = "_solution.ipynb"
@@ -33,9 +25,9 @@ def student_path(solution: Path) -> Path:
 
 
 def stub(source: str) -> str:
-    """The source with every marked solution region replaced by a TODO (and a raise, in Python)."""
-    lines, out, inside = source.split("\n"), [], None
-    for number, line in enumerate(lines, 1):
+    """The source with every solution region replaced by a TODO (and, in Python, a raise)."""
+    out, inside = [], None
+    for number, line in enumerate(source.split("\n"), 1):
         begin = BEGIN.match(line)
         if begin:
             if inside:
@@ -54,10 +46,6 @@ def stub(source: str) -> str:
     if inside:
         raise ValueError("a BEGIN SOLUTION region is never closed")
     return "\n".join(out)
-
-
-def has_region(source: str) -> bool:
-    return any(BEGIN.match(line) for line in source.split("\n"))
 
 
 def student_notebook(solution: dict) -> dict:
@@ -81,34 +69,32 @@ def dumps(notebook: dict) -> str:
     return json.dumps(notebook, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
 
 
+def _wanted() -> dict[Path, tuple[Path, dict, str]]:
+    """Each student version's path: its solution, the solution's JSON and the student version's text."""
+    found = {}
+    for solution in solutions():
+        notebook = json.loads(solution.read_text(encoding="utf-8"))
+        found[student_path(solution)] = solution, notebook, dumps(student_notebook(notebook))
+    return found
+
+
 def write() -> list[Path]:
     """Write every student version; returns the ones that changed."""
-    changed = []
-    for solution in solutions():
-        text = dumps(student_notebook(json.loads(solution.read_text(encoding="utf-8"))))
-        target = student_path(solution)
-        if not target.is_file() or target.read_text(encoding="utf-8") != text:
-            write_atomically(target, text)
-            changed.append(target)
-    return changed
+    return [target for target, (_, _, text) in _wanted().items() if update(target, text)]
 
 
 def out_of_step() -> list[str]:
     """What is wrong with the committed student versions (empty when all are in step)."""
-    problems = []
-    for solution in solutions():
-        notebook = json.loads(solution.read_text(encoding="utf-8"))
-        if not any(has_region("".join(c["source"])) for c in notebook["cells"] if c["cell_type"] == "code"):
+    problems, wanted = [], _wanted()
+    for target, (solution, notebook, text) in wanted.items():
+        sources = ("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+        if not any(BEGIN.match(line) for source in sources for line in source.split("\n")):
             problems.append(f"{solution.name}: no BEGIN SOLUTION region")
-        target = student_path(solution)
         if not target.is_file():
             problems.append(f"{target.name}: missing (run python -m helpers.course sync)")
-        elif target.read_text(encoding="utf-8") != dumps(student_notebook(notebook)):
+        elif target.read_text(encoding="utf-8") != text:
             problems.append(f"{target.name}: out of step with {solution.name} "
                             "(run python -m helpers.course sync)")
-    students = {student_path(s) for s in solutions()}
-    for path in sorted(EXERCISES.glob("*.ipynb")):
-        if not path.name.endswith(SUFFIX) and path not in students:
-            problems.append(f"{path.name}: a student notebook without a solution")
+    problems += [f"{path.name}: a student notebook without a solution" for path in
+                 sorted(EXERCISES.glob("*.ipynb")) if not path.name.endswith(SUFFIX) and path not in wanted]
     return problems
-
