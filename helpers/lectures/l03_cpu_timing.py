@@ -24,8 +24,7 @@ def usable_cores() -> int:
 
 
 def time_paired(runs: dict, *, trials: int = 7, warmup: int = 1) -> dict:
-    """Wall-clock ms of CPU steps, ``warmup`` calls each, then ``trials`` trials in a rotating order:
-    name -> Timing, all sharing one pairing id, so ``verdicts.compare`` pairs them trial by trial."""
+    """Wall-clock ms of CPU steps in rotating interleaved trials: name -> Timing, one pairing id for all."""
     if not isinstance(runs, dict) or not runs:
         raise ArgumentError(f"runs must be a non-empty dict of name -> callable, got {runs!r}")
     for name, run in runs.items():
@@ -49,8 +48,7 @@ def time_paired(runs: dict, *, trials: int = 7, warmup: int = 1) -> dict:
 
 
 def numba_thread_runs(graph) -> tuple[dict, str]:
-    """The Numba iteration on one thread and on every core, as runs for ``time_paired`` that return the L1
-    change: (name -> run, description), or ({}, why) where Numba is missing."""
+    """The Numba iteration on one thread and on every core: (name -> run, description), or ({}, why)."""
     try:
         import numba
     except ImportError:

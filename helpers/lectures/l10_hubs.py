@@ -17,8 +17,7 @@ GRAPHS = ("with hubs", "without hubs")
 
 
 def hub_summary(graph, above: int = ABOVE) -> dict:
-    """The vertices with more than ``above`` in-links: how many, their in-links, that share of all edges,
-    and the largest in-degree (what the busiest thread walks)."""
+    """The vertices above ``above`` in-links: how many, their in-links and share of edges, the largest."""
     degree = np.asarray(graph.in_degree, dtype=np.int64)
     hubs = degree > above
     held = int(degree[hubs].sum())
@@ -53,11 +52,11 @@ def with_and_without_hubs(graph, names, *, above: int = ABOVE, dg=None, part: st
                      "verdict": f"{v.word} without hubs" if v.word in ("faster", "slower") else v.word})
     frame = pd.DataFrame(rows)
     held = hub_summary(graph, above)
+    what = "sum over in-links alone" if part == "kernel" else "whole iteration"
     frame.attrs.update(
         gpu=device_facts().name, graph=graph_label(graph),
-        timing=f"CUDA events; the {'sum over in-links alone' if part == 'kernel' else 'whole iteration'}, "
-               f"{trials} interleaved trials of {launches} back-to-back launches on both graphs; median and "
-               "range; verdict: 95% interval of the paired ratio against a 3% margin "
+        timing=f"CUDA events; the {what}, {trials} interleaved trials of {launches} back-to-back launches on "
+               "both graphs; median and range; verdict: 95% interval of the paired ratio against a 3% margin "
                "(helpers.measure.verdicts)",
         note=f"without hubs: the same graph without the {held['in-links']:,} in-links "
              f"({held['share of edges']:.1%} of the edges) of its {held['hubs']} vertices above {above:,}")
@@ -73,13 +72,11 @@ def plot_with_and_without(frame, ax=None, title: str = ""):
 
 
 def longest_block(timeline) -> dict:
-    """From an ``l10_instruments.block_timeline`` frame: the longest block, its duration and multiprocessor,
-    the median block's duration and the launch's span (first start to last stop), in microseconds."""
+    """A ``block_timeline``'s longest block, its SM, the median block and the launch's span, in µs."""
     durations = np.asarray(timeline["stop_us"] - timeline["start_us"], dtype=np.float64)
     if durations.size == 0:
         raise ValueError("the timeline has no blocks")
     worst = int(np.argmax(durations))
     return {"block": int(timeline.index[worst]), "longest_us": float(durations[worst]),
-            "sm": int(np.asarray(timeline["sm"])[worst]),
-            "median_us": float(np.median(durations)),
+            "sm": int(np.asarray(timeline["sm"])[worst]), "median_us": float(np.median(durations)),
             "span_us": float(timeline["stop_us"].max() - timeline["start_us"].min())}

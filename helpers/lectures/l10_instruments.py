@@ -43,8 +43,7 @@ def plot_busiest_lane(works: dict, ax=None, title: str = ""):
 
 
 def block_timeline(dg, contrib, how: str = "thread"):
-    """The instrumented pull (a 'thread' or a 'warp' per vertex) run once after a warm-up: per block its
-    multiprocessor, start and stop in microseconds from the first start."""
+    """Per block of the instrumented pull ('thread' or 'warp' per vertex): its SM, start and stop in µs."""
     cp = require_gpu()
     if how not in ("thread", "warp"):
         raise ValueError(f"how must be 'thread' or 'warp', got {how!r}")

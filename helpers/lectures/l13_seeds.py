@@ -47,15 +47,13 @@ def six_versions_claims():
         implied = nbytes / (per_iteration * 1e-3) / 1e9
         rows.append({"vertices": n, "edges": SIX_VERSIONS_DEGREE * n,
                      "their ms per iteration": per_iteration, "their speedup": cpu_ms / gpu_ms,
-                     "bytes per iteration": nbytes,
-                     "GB/s their time implies": implied,
+                     "bytes per iteration": nbytes, "GB/s their time implies": implied,
                      "share of their peak": implied / SIX_VERSIONS_PEAK_GBS,
                      "us per iteration at 85%": nbytes / (SIX_VERSIONS_SHARE * SIX_VERSIONS_PEAK_GBS * 1e3)})
     frame = pd.DataFrame(rows)
     frame.attrs.update(graph=f"the report's random graphs, average degree {SIX_VERSIONS_DEGREE}",
-                       note=f"their figures, on their {SIX_VERSIONS_GPU} "
-                            f"({SIX_VERSIONS_PEAK_GBS:.0f} GB/s peak); bytes by the course's byte model, "
-                            f"{BYTES_MODEL} per iteration")
+                       note=f"their figures, on their {SIX_VERSIONS_GPU} ({SIX_VERSIONS_PEAK_GBS:.0f} GB/s "
+                            f"peak); bytes by the course's byte model, {BYTES_MODEL} per iteration")
     return frame
 
 
@@ -112,8 +110,7 @@ def six_versions_verified(source: str) -> str | None:
 
 def six_versions_at_their_sizes(six_versions, sizes=(1_000, 10_000, 50_000), *, seed: int = 42,
                                 trials: int = 15):
-    """The report's kernel on its random graphs here: bits against pull_contrib (the same loop up to 32
-    in-links), both whole iterations in paired trials, and the course's NumPy iteration on this CPU."""
+    """The report's kernel here at its sizes: bits and paired times against pull_contrib, and NumPy's."""
     seed = check_seed(seed, rng=False)
     cp = require_gpu()
     peak = device_facts().peak_bandwidth_gbs
@@ -138,9 +135,8 @@ def six_versions_at_their_sizes(six_versions, sizes=(1_000, 10_000, 50_000), *, 
                      "GB/s (byte model)": gbs, "share of this GPU's peak": gbs / peak,
                      "NumPy iteration (CPU)": cpu, "speedup over NumPy": cpu.median_ms / ms})
     frame = pd.DataFrame(rows)
-    frame.attrs.update(gpu=device_facts().name,
-                       graph=f"random graphs of average degree {SIX_VERSIONS_DEGREE} (seed {seed}), "
-                             "as in the report",
+    frame.attrs.update(gpu=device_facts().name, graph=f"random graphs of average degree {SIX_VERSIONS_DEGREE} "
+                                                      f"(seed {seed}), as in the report",
                        timing=f"whole iterations, CUDA events, {trials} paired trials of 20 back to back; "
                               "the NumPy iteration: wall clock, 5 runs",
                        note=f"GB/s by the byte model {BYTES_MODEL}; this GPU's peak {peak:,.0f} GB/s")
@@ -186,8 +182,7 @@ def plot_six_versions(claims, measured, ax=None):
 
 
 def time_on_graphs(kernel_names, graphs: dict, *, launches: int = 20, trials: int = 15) -> dict:
-    """Each kernel's sum over in-links on each graph (label -> (DeviceGraph, float32 x on the GPU)), in ONE
-    set of paired trials: (kernel name, graph label) -> Timing."""
+    """Each kernel on each graph (label -> (DeviceGraph, x)) in ONE paired set: (kernel, graph) -> Timing."""
     cp = require_gpu()
     runs = {}
     for label, (dg, x) in graphs.items():
@@ -225,10 +220,9 @@ def control_table(timings: dict, baseline: str, *, hub_in_links: int | None = No
         rows.append(row)
     frame = pd.DataFrame(rows)
     trials = timings[(kernels[0], first)].samples_ms.size
-    frame.attrs.update(timing=f"the sum over in-links, CUDA events; {trials} paired "
-                              "trials of 20 launches back to back, every kernel and graph in each trial; "
-                              "ratios: geometric means of the paired ratios, verdicts by "
-                              "helpers.measure.verdicts")
+    frame.attrs.update(timing=f"the sum over in-links, CUDA events; {trials} paired trials of 20 launches "
+                              "back to back, every kernel and graph in each trial; ratios: geometric means "
+                              "of the paired ratios, verdicts by helpers.measure.verdicts")
     return frame
 
 
@@ -247,8 +241,7 @@ def control_sentences(timings: dict, baseline: str) -> list[str]:
 
 
 def gap_verdict(timings: dict, kernel: str, baseline: str) -> verdicts.Verdict:
-    """The verdict on ``kernel``'s time over ``baseline``'s on the first graph against the same ratio on the
-    second, trial by trial ('slower': the gap is larger on the first)."""
+    """The verdict on kernel/baseline per trial on the first graph against the second ('slower': larger)."""
     _, (first, second) = _labels(timings)
     ratios = [timings[(kernel, g)].samples_ms / timings[(baseline, g)].samples_ms for g in (first, second)]
     pairing = timings[(kernel, first)].pairing
@@ -334,8 +327,7 @@ def busiest_lane_binned(in_degree, thread_max: int = 32, warp_max: int = 1024,
 
 
 def largest_relative_error(spmv, dg, vector: np.ndarray) -> float:
-    """The largest relative error of one sum over in-links (a variant or its name) of float32 ``vector``
-    against the float64 product of the DeviceGraph's host graph."""
+    """The largest relative error of one sum over in-links of float32 ``vector`` against float64."""
     cp = require_gpu()
     if dg.graph is None:
         raise ValueError(f"{dg.name} has no host graph to compute the float64 product with")

@@ -26,8 +26,7 @@ NORMS = ("L1", "L2", "L∞")
 
 
 def change_norms(step, iterations: int):
-    """The L1, L2 and L∞ norms (in float64, on the GPU) of each change of an iteration object's float32
-    ranks over ``iterations`` runs, and L2/L1, L∞/L1 where the change is not zero."""
+    """The L1, L2, L∞ norms (float64, on the GPU) of ``iterations`` changes of a step's ranks, and ratios."""
     cp = gpu.require_gpu()
     rows = []
     for iteration in range(1, int(iterations) + 1):
@@ -73,8 +72,7 @@ def ulp_sum(ranks) -> float:
 
 
 def accuracy_runs(graphs, names, *, tol: float = 1e-9, max_iter: int = 200, mark: float = 1e-6):
-    """Each variant run to ``tol`` on each graph: a table (first iteration below ``mark``, lowest L1 change,
-    ``tol`` met, L1 to float64, one ulp of every rank) and the L1 curves by (graph name, variant)."""
+    """Each variant run to ``tol`` on each graph: an accuracy table and the L1 curves by (graph, variant)."""
     rows, curves, exact = [], {}, []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", driver.NotConvergedWarning)   # a stalled run: the table says so
@@ -88,15 +86,13 @@ def accuracy_runs(graphs, names, *, tol: float = 1e-9, max_iter: int = 200, mark
                 rows.append({"graph": graph.name, "kernel": name,
                              f"first below {short(mark)}": np.nan if first is None else float(first),
                              "lowest L1 change": float(result.residuals.min()),
-                             f"met {short(tol)}": result.converged,
-                             "iterations run": result.iterations,
+                             f"met {short(tol)}": result.converged, "iterations run": result.iterations,
                              "L1 to float64": l1_distance(result.ranks, truth.ranks),
                              "one ulp of every rank": ulp_sum(truth.ranks)})
     table = pd.DataFrame(rows)
-    table.attrs.update(gpu=gpu.device_facts().name,
-                       stop=f"L1 change < {short(tol)}, at most {max_iter} iterations",
-                       note="the float64 reference's iterations to an L1 change below 1e-12: "
-                            + "; ".join(exact))
+    table.attrs.update(gpu=gpu.device_facts().name, stop=f"L1 change < {short(tol)}, at most {max_iter} "
+                       "iterations", note="the float64 reference's iterations to an L1 change below 1e-12: "
+                       + "; ".join(exact))
     return table, curves
 
 
@@ -111,8 +107,7 @@ def kernels_alone(dg, names, *, launches: int = 20, trials: int = 15) -> dict:
 
 
 def whole_runs(dg, name: str, check_every, *, iterations: int = 64, trials: int = 15) -> dict:
-    """Whole ``pagerank_gpu`` runs of exactly ``iterations`` iterations, one per ``check_every`` setting,
-    timed interleaved from first launch to ranks on the host: 'every k' -> Timing (ms)."""
+    """Whole ``pagerank_gpu`` runs of ``iterations`` iterations per ``check_every``: 'every k' -> Timing."""
     def call(k):
         def run():
             with warnings.catch_warnings():
@@ -153,8 +148,7 @@ def timing_frame(timings: dict, column: str = "iteration", **attrs):
 
 
 def control_says(effect: verdicts.Verdict, control: verdicts.Verdict, what: str, cause: str) -> str:
-    """The cause a control supports, in words: ``effect`` compares with ``cause`` present, ``control`` the
-    same comparison with only that cause removed."""
+    """The cause a control (the same comparison with only ``cause`` removed) supports, in words."""
     if effect.word not in ("faster", "slower"):
         return f"{what}: {effect.word} here, so there is nothing for the control to explain"
     if control.word == "no measurable difference":
@@ -201,19 +195,14 @@ def timed_form(dg, name: str, iterations: int = ITERATIONS):
 
 def measure_order(dg, how: str, names=("fused",), *, iterations: int = ITERATIONS, trials: int = 15,
                   copy_gbs: float | None = None) -> dict:
-    """One vertex order against the given one: the reordering's seconds, both orders' floors, each variant
-    (``timed_form``) in both orders timed interleaved, and the verdicts (the floors' unpaired)."""
+    """One vertex order against the given one: preprocessing, floors, paired timings, verdicts."""
     graph, seconds = locality.reorder(dg, how)
-    measured = {"given": floors.measure(dg, copy_gbs=copy_gbs)}
-    measured[how] = measured["given"] if graph is dg else floors.measure(graph, copy_gbs=copy_gbs)
-    runs = {}
-    for name in names:
-        runs[f"{name}, given"] = timed_form(dg, name, iterations)
-        if graph is not dg:
-            runs[f"{name}, {how}"] = timed_form(graph, name, iterations)
+    orders = {"given": dg, how: graph}                  # one order where ``how`` is 'given'
+    measured = {order: floors.measure(g, copy_gbs=copy_gbs) for order, g in orders.items()}
+    runs = {f"{name}, {order}": timed_form(g, name, iterations)
+            for name in names for order, g in orders.items()}
     timings = time_iterations(runs, iterations=iterations, trials=trials)
-    found = {"order": how, "preprocessing_s": seconds, "floors": measured, "timings": timings,
-             "verdicts": {}}
+    found = {"order": how, "preprocessing_s": seconds, "floors": measured, "timings": timings, "verdicts": {}}
     if graph is not dg:
         found["verdicts"] = {name: verdicts.compare(timings[f"{name}, {how}"], timings[f"{name}, given"])
                              for name in names}
@@ -223,8 +212,7 @@ def measure_order(dg, how: str, names=("fused",), *, iterations: int = ITERATION
 
 def order_table(dg, orders=locality.ORDERS, names=("fused",), *, iterations: int = ITERATIONS,
                 trials: int = 15, copy_gbs: float | None = None):
-    """``measure_order`` per order as one table: preprocessing, sector requests per edge, gather floor, each
-    variant's time, ratio and verdict against the given order, and when the first variant repays it."""
+    """``measure_order`` per order as one table, with when the first variant repays the order."""
     rows = []
     for how in [o for o in orders if o != "given"]:
         found = measure_order(dg, how, names, iterations=iterations, trials=trials, copy_gbs=copy_gbs)
@@ -252,8 +240,7 @@ def order_table(dg, orders=locality.ORDERS, names=("fused",), *, iterations: int
 
 
 def order_summary(table, name: str = "fused") -> list[str]:
-    """Per order of an ``order_table``, one number a sentence: how far the gather floor moved, whether the
-    sector requests moved as far, the verdict on ``name`` and when the order is repaid."""
+    """Per order of an ``order_table``, one number a sentence: gather floor, sectors, verdict, repaid."""
     rows = table.set_index("order")
     given = rows.loc["given"]
     lines = []
@@ -274,15 +261,13 @@ def order_summary(table, name: str = "fused") -> list[str]:
 
 
 def peak_bytes(num_vertices: int, num_edges: int) -> int:
-    """GPU memory at the peak of lecture 22's beyond-L2 experiments: the graph and a reordered copy with
-    the blocked iteration (``device_bytes``), and the renumbering's sort keys."""
+    """GPU memory at lecture 22's peak: the graph, a reordered copy (blocked) and the sort keys."""
     n, e = int(num_vertices), int(num_edges)
     return 2 * driver.device_bytes(n, e, "blocked") + 32 * e + 28 * n
 
 
 def beyond_l2_size(l2_bytes: int, free_bytes: int, *, times_l2: float = 2.5, edges_per_vertex: int = 9):
-    """(vertices, edges, vertices wanted) of a graph whose float32 vector is ``times_l2`` times L2, halved
-    while ``peak_bytes`` would pass 80% of ``free_bytes``."""
+    """(vertices, edges, wanted) for a vector ``times_l2`` x L2, halved to fit 80% of ``free_bytes``."""
     wanted = n = max(int(times_l2 * l2_bytes / 4), 2)
     while peak_bytes(n, edges_per_vertex * n) > 0.8 * free_bytes and n > 2**16:
         n //= 2
@@ -295,8 +280,7 @@ def copies_beyond_l2(l2_bytes: int, base_vertices: int, *, times_l2: float = 2.5
 
 
 def segment_sweep(dg, fractions=(1 / 8, 1 / 4, 1 / 2, 1, 2, 4), *, iterations: int = 10, trials: int = 9):
-    """The blocked iteration with segments of each fraction of L2, and the fused one, as CUDA graphs timed
-    interleaved: a table (with the verdict against half of L2, the driver's choice) and the Timings."""
+    """Blocked with segments of each fraction of L2, and fused, interleaved: (table, Timings)."""
     l2 = gpu.device_facts().l2_bytes
     sizes = {f: max(driver.BLOCK, int(f * l2 / 4)) for f in fractions}
     runs = {f"segments of {f:g} x L2": replayed(driver.BlockedIteration(dg, vertices_per_segment=v),
@@ -322,8 +306,7 @@ def segment_sweep(dg, fractions=(1 / 8, 1 / 4, 1 / 2, 1, 2, 4), *, iterations: i
 
 
 def against_libraries(dg, *, iterations: int = 10, trials: int = 15) -> dict:
-    """Fused and blocked as CUDA graphs, pull_segmented launched, and the libraries' SpMV alone
-    (``compare.libraries``), timed interleaved: label -> Timing per iteration or per SpMV."""
+    """Fused, blocked, pull_segmented and the libraries' SpMV timed interleaved: label -> Timing."""
     cp = gpu.require_gpu()
     x = cp.full(dg.num_vertices, 1.0 / dg.num_vertices, dtype=cp.float32)
     runs = {"fused, CUDA graph": replayed(driver.FusedIteration(dg), iterations),
@@ -352,8 +335,7 @@ def library_report(dg, floor=None, *, iterations: int = 10, trials: int = 15):
 
 
 def plot_sweep(sweep, lines: dict | None = None, marks: dict | None = None, ax=None, title: str = ""):
-    """The segment sweep's time per iteration against MiB of values; ``lines``: horizontal references
-    (label -> Timing or ms), ``marks``: vertical ones (label -> MiB)."""
+    """The segment sweep's ms per iteration against MiB, with reference ``lines`` (ms) and ``marks`` (MiB)."""
     ax = new_axes(ax, (7.5, 3.6))
     plot_medians_with_ranges(ax, sweep["MiB of values"], sweep["iteration"], label="blocked iteration")
     for (label, value), style in zip((lines or {}).items(), ("--", ":", "-.")):
@@ -368,8 +350,7 @@ def plot_sweep(sweep, lines: dict | None = None, marks: dict | None = None, ax=N
 
 
 def sweep_summary(sweep, timings: dict, floor=None) -> list[str]:
-    """The segment sweep, one number a sentence: the fastest size, half of L2 against fused and ``floor``,
-    and the control: the largest segments (one segment: no blocking) against half of L2."""
+    """The segment sweep, one number a sentence: fastest, half of L2 against fused and floor, control."""
     default = timings["segments of 0.5 x L2"]
     fastest = sweep.loc[int(np.argmin([t.median_ms for t in sweep["iteration"]]))]
     largest = sweep.iloc[-1]

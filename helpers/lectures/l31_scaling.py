@@ -25,15 +25,13 @@ CPU_WARMUP_S = 0.2                                # a CPU baseline warms up this
 
 
 def against_libraries(dg, floor, *, launches: int = 20, trials: int = 15) -> dict:
-    """``compare.head_to_head``'s paired Timings (fused and blocked as CUDA graphs, the libraries' SpMV), as
-    ``python -m helpers.bench`` times them; ``floor``: ``floors.measure(dg)``."""
+    """``compare.head_to_head``'s Timings, as ``python -m helpers.bench`` times them."""
     settings = SimpleNamespace(launches=launches, trials=trials)
     return head_to_head(pg.as_device_graph(dg), settings, floor, require_gpu(), names=WHOLE)["timings"]
 
 
 def versus_table(timings: dict, subject: str, floor: Timing | None = None):
-    """Every timing against ``subject``'s: its Timing, its multiple of the gather ``floor`` (medians), and
-    the subject's time over it with the 95% interval and the verdict."""
+    """Every timing against ``subject``'s: multiple of the gather ``floor``, ratio, interval, verdict."""
     rows = []
     for name, timing in timings.items():
         row = {"what": name, "time": timing}
@@ -72,8 +70,7 @@ def control_line(cause: str, before: verdicts.Verdict, after: verdicts.Verdict) 
 
 
 def run_breakdown(steps: dict, *, beside=()):
-    """A whole run's steps (name -> Timing): each one's Timing, whether it is in the run (``beside``: shown
-    beside it) and its share of the sum of the run's medians, in percent."""
+    """A run's steps (name -> Timing) with each one's share of the run's medians (``beside``: not in it)."""
     total = sum(t.median_ms for name, t in steps.items() if name not in beside)
     rows = [{"step": name, "time": t, "in the run": name not in beside,
              "% of the run (medians)": 100 * t.median_ms / total if name not in beside else np.nan}
@@ -127,8 +124,7 @@ def size_row(graph, *, copy_gbs: float, cpu_max_edges: int, tol: float = 1e-6, t
 
 
 def break_even(sweep, gpu: str, cpu: str):
-    """The verdict on Timing column ``gpu`` against ``cpu`` at each size (index: vertices) where both ran,
-    and a sentence naming the smallest size from which the GPU is faster at every larger one."""
+    """The GPU's verdict against the CPU per size of a sweep, and from which size it stays faster."""
     both = [(size, row[gpu], row[cpu]) for size, row in sweep.iterrows()
             if isinstance(row.get(gpu), Timing) and isinstance(row.get(cpu), Timing)]
     words = pd.Series({size: verdicts.compare(g, c).word for size, g, c in both}, name=f"GPU ({gpu}) is",
@@ -174,7 +170,6 @@ def plot_sweep(sweep, columns: dict, *, l2_bytes: int, title: str = "", axes=Non
 
 
 def summed(*parts: Timing) -> Timing:
-    """A prediction from parts measured apart (lecture 50), not a measurement: the fastest, the medians and
-    the slowest each summed, as a Timing of those three values."""
+    """A prediction from parts measured apart: their minima, medians and maxima summed, as a Timing."""
     return Timing.of([sum(p.min_ms for p in parts), sum(p.median_ms for p in parts),
                       sum(p.max_ms for p in parts)])
