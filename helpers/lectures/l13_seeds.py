@@ -135,8 +135,9 @@ def six_versions_at_their_sizes(six_versions, sizes=(1_000, 10_000, 50_000), *, 
                      "GB/s (byte model)": gbs, "share of this GPU's peak": gbs / peak,
                      "NumPy iteration (CPU)": cpu, "speedup over NumPy": cpu.median_ms / ms})
     frame = pd.DataFrame(rows)
-    frame.attrs.update(gpu=device_facts().name, graph=f"random graphs of average degree {SIX_VERSIONS_DEGREE} "
-                                                      f"(seed {seed}), as in the report",
+    frame.attrs.update(gpu=device_facts().name,
+                       graph=f"random graphs of average degree {SIX_VERSIONS_DEGREE} (seed {seed}), "
+                             "as in the report",
                        timing=f"whole iterations, CUDA events, {trials} paired trials of 20 back to back; "
                               "the NumPy iteration: wall clock, 5 runs",
                        note=f"GB/s by the byte model {BYTES_MODEL}; this GPU's peak {peak:,.0f} GB/s")
