@@ -90,9 +90,10 @@ def accuracy_runs(graphs, names, *, tol: float = 1e-9, max_iter: int = 200, mark
                              "L1 to float64": l1_distance(result.ranks, truth.ranks),
                              "one ulp of every rank": ulp_sum(truth.ranks)})
     table = pd.DataFrame(rows)
-    table.attrs.update(gpu=gpu.device_facts().name, stop=f"L1 change < {short(tol)}, at most {max_iter} "
-                       "iterations", note="the float64 reference's iterations to an L1 change below 1e-12: "
-                       + "; ".join(exact))
+    table.attrs.update(gpu=gpu.device_facts().name,
+                       stop=f"L1 change < {short(tol)}, at most {max_iter} iterations",
+                       note="the float64 reference's iterations to an L1 change below 1e-12: "
+                            + "; ".join(exact))
     return table, curves
 
 

@@ -26,8 +26,9 @@ CPU_WARMUP_S = 0.2                                # a CPU baseline warms up this
 
 def against_libraries(dg, floor, *, launches: int = 20, trials: int = 15) -> dict:
     """``compare.head_to_head``'s Timings, as ``python -m helpers.bench`` times them."""
+    cp = require_gpu()
     settings = SimpleNamespace(launches=launches, trials=trials)
-    return head_to_head(pg.as_device_graph(dg), settings, floor, require_gpu(), names=WHOLE)["timings"]
+    return head_to_head(pg.as_device_graph(dg), settings, floor, cp, names=WHOLE)["timings"]
 
 
 def versus_table(timings: dict, subject: str, floor: Timing | None = None):
