@@ -1,25 +1,20 @@
-"""CPU steps timed for comparison by the course's one verdict rule (``helpers.measure.verdicts``).
-
-``time_paired`` is the CPU analogue of ``gpu.time_paired``: the steps are timed interleaved, trial by trial
-in a rotating order, so that a slow spell of a shared machine hits them alike, and their Timings share a
-pairing id. ``numba_thread_runs`` gives the multi-core Numba iteration on one thread and on every core as two
-such steps; ``load_note`` says whether other processes were competing for the cores while timing;
-``million_per_second`` and ``plot_medians_with_ranges`` turn Timings into rates and into a line with ranges.
-"""
+"""CPU steps timed interleaved for the verdict rule (``helpers.measure.verdicts``), the Numba iteration on one
+thread and on every core, the machine's load; Timings as rates, and the lectures' plots of Timings."""
 from __future__ import annotations
 
 import itertools
 import os
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from helpers.core.graph import ArgumentError, check_integer
 from helpers.driver.baselines import numba_parallel
 from helpers.measure.gpu import Timing
+from helpers.measure.results import log_scale
 
-# Pairing ids of CPU measurements count down from -1, so they never equal an id gpu.time_paired hands out
-# (those count up from 1): a CPU timing is never paired with a GPU timing by accident.
+# CPU pairing ids count down from -1, gpu.time_paired's up from 1: a CPU timing never pairs with a GPU one.
 _cpu_pairings = itertools.count(-1, -1)
 
 
@@ -29,9 +24,7 @@ def usable_cores() -> int:
 
 
 def time_paired(runs: dict, *, trials: int = 7, warmup: int = 1) -> dict:
-    """Wall-clock milliseconds of several CPU steps measured side by side: ``warmup`` untimed calls of each,
-    then ``trials`` trials, each timing every run once in a rotating order. Returns name -> Timing, all
-    sharing one pairing id, so that ``verdicts.compare`` pairs trial i of one with trial i of another."""
+    """Wall-clock ms of CPU steps in rotating interleaved trials: name -> Timing, one pairing id for all."""
     if not isinstance(runs, dict) or not runs:
         raise ArgumentError(f"runs must be a non-empty dict of name -> callable, got {runs!r}")
     for name, run in runs.items():
@@ -55,9 +48,7 @@ def time_paired(runs: dict, *, trials: int = 7, warmup: int = 1) -> dict:
 
 
 def numba_thread_runs(graph) -> tuple[dict, str]:
-    """The Numba iteration (``baselines.numba_parallel``) as two runs for ``time_paired``: on one thread and
-    on every core, each run setting its thread count first. Returns (name -> run, description), or ({}, why)
-    where Numba is missing. Each run returns the iteration's L1 change, to be checked against the reference."""
+    """The Numba iteration on one thread and on every core: (name -> run, description), or ({}, why)."""
     try:
         import numba
     except ImportError:
@@ -82,8 +73,7 @@ def numba_thread_runs(graph) -> tuple[dict, str]:
 
 
 def load_note(when: str) -> str:
-    """The 1-minute load average against the usable cores: a warning when more processes wanted to run
-    than there are cores (every wall-clock time is then inflated, multi-core ones most)."""
+    """The 1-minute load average against the usable cores, with a warning when it exceeds them."""
     load, cores = os.getloadavg()[0], usable_cores()
     line = f"load average (1 min) {when}: {load:.1f} on {cores} cores"
     if load > cores:
@@ -92,18 +82,49 @@ def load_note(when: str) -> str:
     return line + ": fewer runnable processes than cores, the machine was not crowded"
 
 
+def per_second(timing: Timing, count: float, unit: float = 1e9) -> Timing:
+    """``count`` things done in each trial of ``timing`` (ms), per second in ``unit``s: a Timing of rates."""
+    return Timing.of(count / timing.samples_ms / (unit / 1e3), timing.pairing)
+
+
 def million_per_second(timing: Timing, count: float) -> Timing:
-    """``count`` things (edges, say) done per trial of ``timing`` (milliseconds), as millions per second per
-    trial: a rate with its own median and range, pairing kept."""
-    return Timing(count / timing.samples_ms / 1e3, timing.pairing)
+    """``per_second`` in millions."""
+    return per_second(timing, count, 1e6)
+
+
+def medians_and_ranges(timings) -> tuple[np.ndarray, np.ndarray]:
+    """The Timings' medians and their fastest-to-slowest ranges as error bars (2 x n, below and above)."""
+    median = np.array([t.median_ms for t in timings])
+    return median, np.vstack([median - [t.min_ms for t in timings], [t.max_ms for t in timings] - median])
 
 
 def plot_medians_with_ranges(ax, x, timings, **style):
-    """One line through the medians of ``timings`` against ``x`` (sizes, say), with each Timing's fastest
-    to slowest trial as an error bar. ``style`` goes to ``ax.errorbar`` (label, fmt, ...)."""
+    """A line through the Timings' medians against ``x``, their ranges as error bars (errorbar ``style``)."""
+    median, ranges = medians_and_ranges(timings)
+    return ax.errorbar(list(x), median, yerr=ranges, **{"fmt": "o-", "capsize": 3, **style})
 
-    median = np.array([t.median_ms for t in timings])
-    below = median - np.array([t.min_ms for t in timings])
-    above = np.array([t.max_ms for t in timings]) - median
-    style = {"fmt": "o-", "capsize": 3, **style}
-    return ax.errorbar(list(x), median, yerr=[below, above], **style)
+
+def grouped_bars(ax, rows, groups: dict, colours) -> None:
+    """Horizontal bars of Timings (label -> one per row; median, whiskers the range), grouped by row."""
+    height = 0.8 / len(groups)
+    for i, ((label, timings), colour) in enumerate(zip(groups.items(), colours)):
+        median, spread = medians_and_ranges(timings)
+        ax.barh(np.arange(len(rows)) + (i - (len(groups) - 1) / 2) * height, median, height, xerr=spread,
+                color=colour, label=label, ecolor="black", capsize=2)
+    ax.set_yticks(np.arange(len(rows)), rows)
+    ax.invert_yaxis()
+    log_scale(ax, "x")
+
+
+def new_axes(ax, figsize):
+    """``ax``, or the axes of a new figure of ``figsize``."""
+    return ax if ax is not None else plt.subplots(figsize=figsize)[1]
+
+
+def finish(ax, title: str = "", legend: bool = True, **legend_style):
+    """A lecture plot's last touches: a small title and legend, a tight layout."""
+    ax.set_title(title, fontsize=8)
+    if legend:
+        ax.legend(fontsize=7, **legend_style)
+    ax.figure.tight_layout()
+    return ax

@@ -1,24 +1,17 @@
-"""Plumbing for lectures 13 and 14, so that their cells show the experiment and not its arithmetic.
-
-- The six-versions report's headline claims: what its own table implies (``six_versions_claims``) and its
-  kernel run at its graph sizes on this GPU (``six_versions_at_their_sizes``), each read in plain lines.
-- Controls: kernels timed on a graph and on the same graph with its hubs' in-links removed, in ONE set of
-  paired trials (``time_on_graphs``), every comparison decided by ``helpers.measure.verdicts`` (``control_table``,
-  ``control_sentences``, ``gap_verdict``, ``plot_control``).
-- The work of each warp's busiest lane under the hybrid and the degree bins, beside
-  ``instruments.busiest_lane``; the accuracy of a sum over in-links against float64.
-"""
+"""Plumbing for lectures 13 and 14: the six-versions report's claims against its own table and this GPU,
+controls timed in one set of paired trials, the busiest lane of the hybrid and the bins, float32 accuracy."""
 from __future__ import annotations
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from helpers import driver, kernels
 from helpers.core import generators
-from helpers.core.graph import check_seed, host_array, to_host
+from helpers.core.graph import check_seed, host_array
 from helpers.driver import baselines
 from helpers.driver.floors import BYTES_MODEL, WARP, bytes_per_iteration
+from helpers.lectures.l03_cpu_timing import finish, grouped_bars, new_axes, plot_medians_with_ranges
+from helpers.lectures.l10_instruments import by_warp, in_degrees
 from helpers.measure import results, verdicts
 from helpers.measure.cpu import cpu_ms as time_cpu
 from helpers.measure.gpu import Timing, device_facts, in_own_context, require_gpu, time_paired
@@ -26,8 +19,6 @@ from helpers.measure.gpu import Timing, device_facts, in_own_context, require_gp
 WHOLE = "whole graph"                 # the graph as loaded
 HUBLESS = "without hub in-links"      # generators.without_hub_in_links: the control of lectures 13 and 14
 GRAPHS = (WHOLE, HUBLESS)
-
-# --- the six-versions report's headline claims ------------------------------------------------------------
 
 # Its Table 6.2 (its figures, on its GPU): milliseconds for 100 iterations on random graphs of average
 # degree 5; vertices -> (its O(N^2) CPU scan, "CPU Naive"; its version 6, "GPU Warp").
@@ -47,10 +38,8 @@ def growth_exponent(sizes, times) -> float:
 
 
 def six_versions_claims():
-    """The report's table and what its claims would mean, per graph size: its time per iteration, its speedup
-    over its O(N^2) CPU scan, the bytes of an iteration by the course's byte model, the bandwidth its time
-    implies, and how long an iteration would take at 85% of its GPU's peak."""
-
+    """Per size of the report's table: its ms per iteration and speedup over its O(N^2) CPU scan, the byte
+    model's bytes, the bandwidth its time implies, and an iteration's time at 85% of its GPU's peak."""
     rows = []
     for n, (cpu_ms, gpu_ms) in SIX_VERSIONS_MS.items():
         per_iteration = gpu_ms / SIX_VERSIONS_ITERATIONS
@@ -58,15 +47,13 @@ def six_versions_claims():
         implied = nbytes / (per_iteration * 1e-3) / 1e9
         rows.append({"vertices": n, "edges": SIX_VERSIONS_DEGREE * n,
                      "their ms per iteration": per_iteration, "their speedup": cpu_ms / gpu_ms,
-                     "bytes per iteration": nbytes,
-                     "GB/s their time implies": implied,
+                     "bytes per iteration": nbytes, "GB/s their time implies": implied,
                      "share of their peak": implied / SIX_VERSIONS_PEAK_GBS,
                      "us per iteration at 85%": nbytes / (SIX_VERSIONS_SHARE * SIX_VERSIONS_PEAK_GBS * 1e3)})
     frame = pd.DataFrame(rows)
     frame.attrs.update(graph=f"the report's random graphs, average degree {SIX_VERSIONS_DEGREE}",
-                       note=f"their figures, on their {SIX_VERSIONS_GPU} "
-                            f"({SIX_VERSIONS_PEAK_GBS:.0f} GB/s peak); bytes by the course's byte model, "
-                            f"{BYTES_MODEL} per iteration")
+                       note=f"their figures, on their {SIX_VERSIONS_GPU} ({SIX_VERSIONS_PEAK_GBS:.0f} GB/s "
+                            f"peak); bytes by the course's byte model, {BYTES_MODEL} per iteration")
     return frame
 
 
@@ -88,18 +75,14 @@ def six_versions_reading(claims) -> list[str]:
 
 
 def six_versions_variant():
-    """The report's kernel as a driver Variant: one thread per vertex, as the report launches it, on the
-    source in force (``kernels.define``)."""
-
+    """The report's kernel as a driver Variant, a thread per vertex, from the source in force."""
     return driver.Variant("pull_hybrid_six_versions", "contributions",
                           driver.pull_launcher("pull_hybrid_six_versions"), ("pull_hybrid_six_versions",))
 
 
 def in_own_process(function, *args):
-    """``function(*args)`` in a process with its own CUDA context (``gpu.in_own_context``), or a sentence
-    saying how it crashed: the report's full-mask shuffle inside a branch is undefined, and a GPU that traps
-    on it then loses that process's context only, not the notebook's."""
-
+    """``function(*args)`` in a process with its own CUDA context, or how it crashed: the report's full-mask
+    shuffle inside a branch is undefined, and a trap then loses that context only, not the notebook's."""
     try:
         return in_own_context(function, *args, time_limit=600)
     except Exception as error:                   # a CUDA error from the kernel, or the process died
@@ -107,9 +90,7 @@ def in_own_process(function, *args):
 
 
 def six_versions_pulled(source: str, graph, x: np.ndarray) -> np.ndarray:
-    """One launch of the report's kernel, defined from ``source``, on ``graph`` with ``x``, its output
-    poisoned with NaN: what it wrote (run it through ``in_own_process``)."""
-
+    """What one launch of the report's kernel (from ``source``) writes over NaN, on ``graph`` with ``x``."""
     cp = require_gpu()
     kernels.define(source)
     y = cp.full(graph.num_vertices, cp.nan, dtype=cp.float32)
@@ -118,9 +99,7 @@ def six_versions_pulled(source: str, graph, x: np.ndarray) -> np.ndarray:
 
 
 def six_versions_verified(source: str) -> str | None:
-    """``driver.verify`` on the report's kernel, defined from ``source``: None where it passes, else why
-    it was rejected (run it through ``in_own_process``)."""
-
+    """``driver.verify`` on the report's kernel (from ``source``): None where it passes, else why not."""
     kernels.define(source)
     try:
         driver.verify(six_versions_variant(), quiet=True)
@@ -131,10 +110,7 @@ def six_versions_verified(source: str) -> str | None:
 
 def six_versions_at_their_sizes(six_versions, sizes=(1_000, 10_000, 50_000), *, seed: int = 42,
                                 trials: int = 15):
-    """The report's kernel (a driver Variant) on this GPU, on random graphs of its sizes and average degree:
-    compared bit for bit with pull_contrib (the same loop while no vertex has more than 32 in-links), then
-    whole iterations of both timed in paired trials, and the course's NumPy iteration on this CPU."""
-
+    """The report's kernel here at its sizes: bits and paired times against pull_contrib, and NumPy's."""
     seed = check_seed(seed, rng=False)
     cp = require_gpu()
     peak = device_facts().peak_bandwidth_gbs
@@ -146,9 +122,8 @@ def six_versions_at_their_sizes(six_versions, sizes=(1_000, 10_000, 50_000), *, 
         theirs, ours = (cp.full(n, cp.nan, dtype=cp.float32) for _ in range(2))
         driver.variant(six_versions)(dg, x, theirs)
         driver.variant("pull_contrib")(dg, x, ours)
-        steps = {"theirs": driver.make_iteration(dg, six_versions),
-                 "pull_contrib": driver.make_iteration(dg, "pull_contrib")}
-        timed = time_paired({name: step.run for name, step in steps.items()}, trials=trials)
+        timed = time_paired({"theirs": driver.make_iteration(dg, six_versions).run,
+                             "pull_contrib": driver.make_iteration(dg, "pull_contrib").run}, trials=trials)
         ranks = np.full(n, 1.0 / n)
         cpu = time_cpu(lambda: baselines.numpy_step(graph, ranks), repeat=5)
         ms = timed["theirs"].median_ms
@@ -192,36 +167,23 @@ def six_versions_measured_reading(measured) -> list[str]:
 
 
 def plot_six_versions(claims, measured, ax=None):
-    """Time per iteration against vertices, log-log: the report's table (its GPU and its CPU scan) and the
-    report's kernel measured here."""
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(6.5, 3.4))
+    """Time per iteration against vertices, log-log: the report's table and its kernel measured here."""
+    ax = new_axes(ax, (6.5, 3.4))
     sizes = list(SIX_VERSIONS_MS)
     cpu = [SIX_VERSIONS_MS[n][0] / SIX_VERSIONS_ITERATIONS for n in sizes]
     ax.loglog(sizes, cpu, "s--", color="tab:gray", label="their O(N^2) CPU scan (their table)")
     ax.loglog(claims["vertices"], claims["their ms per iteration"], "o--", color="tab:orange",
               label=f"their version 6 on their {SIX_VERSIONS_GPU} (their table)")
-    median = np.array([t.median_ms for t in measured["iteration"]])
-    spread = np.vstack([median - [t.min_ms for t in measured["iteration"]],
-                        [t.max_ms for t in measured["iteration"]] - median])
-    ax.errorbar(measured["vertices"], median, yerr=spread, fmt="o-", color="tab:blue",
-                label=f"their kernel, whole iteration, measured on {measured.attrs.get('gpu', 'this GPU')}")
+    plot_medians_with_ranges(ax, measured["vertices"], measured["iteration"], capsize=0, color="tab:blue",
+                             label="their kernel, whole iteration, measured on "
+                                   f"{measured.attrs.get('gpu', 'this GPU')}")
     ax.set_xlabel("vertices (random graph, average degree 5)")
     ax.set_ylabel("ms per iteration")
-    ax.legend(fontsize=7)
-    ax.figure.tight_layout()
-    return ax
+    return finish(ax)
 
-
-# --- controls: the same kernels on two graphs, in one set of paired trials ---------------------------------
 
 def time_on_graphs(kernel_names, graphs: dict, *, launches: int = 20, trials: int = 15) -> dict:
-    """Each kernel's sum over in-links on each graph, timed in ONE set of interleaved trials
-    (gpu.time_paired), so that any two can be compared trial by trial. ``kernel_names``: variant names or
-    Variants; ``graphs``: label -> (DeviceGraph, float32 vector on the GPU). Returns (kernel name, graph
-    label) -> Timing."""
-
+    """Each kernel on each graph (label -> (DeviceGraph, x)) in ONE paired set: (kernel, graph) -> Timing."""
     cp = require_gpu()
     runs = {}
     for label, (dg, x) in graphs.items():
@@ -233,11 +195,7 @@ def time_on_graphs(kernel_names, graphs: dict, *, launches: int = 20, trials: in
 
 
 def _labels(timings: dict) -> tuple[list, list]:
-    kernels, graphs = [], []
-    for kernel, graph in timings:
-        kernels += [kernel] if kernel not in kernels else []
-        graphs += [graph] if graph not in graphs else []
-    return kernels, graphs
+    return list(dict.fromkeys(k for k, _ in timings)), list(dict.fromkeys(g for _, g in timings))
 
 
 def _ratio_word(v: verdicts.Verdict) -> str:
@@ -245,11 +203,8 @@ def _ratio_word(v: verdicts.Verdict) -> str:
 
 
 def control_table(timings: dict, baseline: str, *, hub_in_links: int | None = None):
-    """One row per kernel: its time on each graph; its time over ``baseline``'s on each graph, with the
-    verdict; its time on the first graph over its time on the second, with the verdict (what the control
-    changed); and the time the removed in-links add (median of the paired differences), also per in-link
-    of the largest hub when ``hub_in_links`` is given."""
-
+    """Per kernel: its time on each graph and over ``baseline``'s, on the first graph over the second (each
+    with the verdict), and the ms the removed in-links add (per in-link of the largest hub if given)."""
     kernels, graphs = _labels(timings)
     first, second = graphs[0], graphs[1]
     rows = []
@@ -266,15 +221,14 @@ def control_table(timings: dict, baseline: str, *, hub_in_links: int | None = No
         rows.append(row)
     frame = pd.DataFrame(rows)
     trials = timings[(kernels[0], first)].samples_ms.size
-    frame.attrs.update(timing=f"the sum over in-links, CUDA events; {trials} paired "
-                              "trials of 20 launches back to back, every kernel and graph in each trial; "
-                              "ratios: geometric means of the paired ratios, verdicts by helpers.measure.verdicts")
+    frame.attrs.update(timing=f"the sum over in-links, CUDA events; {trials} paired trials of 20 launches "
+                              "back to back, every kernel and graph in each trial; ratios: geometric means "
+                              "of the paired ratios, verdicts by helpers.measure.verdicts")
     return frame
 
 
 def control_sentences(timings: dict, baseline: str) -> list[str]:
-    """Every verdict of a control table in words: each kernel against ``baseline`` on each graph, then each
-    kernel on the second graph against itself on the first."""
+    """A control table's verdicts in words: against ``baseline`` on each graph, then second graph vs first."""
     kernels, graphs = _labels(timings)
     lines = []
     for k in kernels:
@@ -288,9 +242,7 @@ def control_sentences(timings: dict, baseline: str) -> list[str]:
 
 
 def gap_verdict(timings: dict, kernel: str, baseline: str) -> verdicts.Verdict:
-    """Does ``kernel``'s time over ``baseline``'s change between the two graphs? The verdict on the
-    per-trial ratio on the first graph against the same ratio on the second ('slower': the gap is larger on
-    the first)."""
+    """The verdict on kernel/baseline per trial on the first graph against the second ('slower': larger)."""
     _, (first, second) = _labels(timings)
     ratios = [timings[(kernel, g)].samples_ms / timings[(baseline, g)].samples_ms for g in (first, second)]
     pairing = timings[(kernel, first)].pairing
@@ -301,39 +253,22 @@ def gap_sentence(gap: verdicts.Verdict, kernel: str, baseline: str, graphs=GRAPH
     """``gap_verdict`` in words, one number."""
     what = f"{kernel}'s time over {baseline}'s"
     if gap.word in ("faster", "slower"):
-        times = f"{gap.times:.2f}" if gap.times < 1.1 else f"{gap.times:.1f}"
         size = "larger" if gap.word == "slower" else "smaller"
-        return f"{what} is about {times}x {size} on the {graphs[0]} than {graphs[1]}"
+        return f"{what} is about {gap.times_rounded}x {size} on the {graphs[0]} than {graphs[1]}"
     if gap.word == "no measurable difference":
         return f"{what} is the same on the {graphs[0]} and {graphs[1]} (within {verdicts.MARGIN:.0%})"
     return f"{what}: {gap.trials} trials do not settle whether it changes by more than {verdicts.MARGIN:.0%}"
 
 
 def plot_control(timings: dict, ax=None, title: str = ""):
-    """Grouped horizontal bars: each kernel's time on each graph (median; error bars: fastest to slowest
-    trial)."""
-
+    """Grouped horizontal bars: each kernel's time on each graph (median; whiskers: the range)."""
     kernels, graphs = _labels(timings)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7, 0.3 * len(kernels) * len(graphs) + 1.4))
-    height = 0.8 / len(graphs)
-    for i, (g, colour) in enumerate(zip(graphs, ("tab:blue", "tab:orange", "tab:green", "tab:red"))):
-        t = [timings[(k, g)] for k in kernels]
-        median = np.array([x.median_ms for x in t])
-        spread = np.vstack([median - [x.min_ms for x in t], [x.max_ms for x in t] - median])
-        ax.barh(np.arange(len(kernels)) + i * height, median, height, xerr=spread, color=colour, label=g,
-                ecolor="black", capsize=2)
-    ax.set_yticks(np.arange(len(kernels)) + height * (len(graphs) - 1) / 2, kernels)
-    ax.invert_yaxis()
-    results.log_scale(ax, "x")
+    ax = new_axes(ax, (7, 0.3 * len(kernels) * len(graphs) + 1.4))
+    grouped_bars(ax, kernels, {g: [timings[(k, g)] for k in kernels] for g in graphs},
+                 ("tab:blue", "tab:orange", "tab:green", "tab:red"))
     ax.set_xlabel("sum over in-links, ms (median; whiskers: fastest to slowest trial)")
-    ax.set_title(title, fontsize=8)
-    ax.legend(fontsize=7)
-    ax.figure.tight_layout()
-    return ax
+    return finish(ax, title)
 
-
-# --- dynamic parallelism: launches with and without child grids ------------------------------------------
 
 CHILD_VERDICTS = {"faster": "; the child grids paid for themselves",
                   "slower": "; the child grids did not pay for themselves",
@@ -341,10 +276,8 @@ CHILD_VERDICTS = {"faster": "; the child grids paid for themselves",
 
 
 def child_grid_table(timings: dict, child_grids: dict, no_child: dict):
-    """pull_dynamic's launches from one set of paired trials, (threshold, graph) -> Timing: per launch its
-    child grids, its time over the same graph's launch without any (``no_child``: graph -> threshold) with
-    the verdict, and the net microseconds per child grid (median of the paired extra time, per child)."""
-
+    """pull_dynamic's paired launches ((threshold, graph) -> Timing): child grids, time over the graph's
+    launch without any (``no_child``: graph -> threshold) with the verdict, net us per child grid."""
     rows = []
     for (threshold, graph), timing in timings.items():
         base, children = timings[(no_child[graph], graph)], child_grids[(threshold, graph)]
@@ -372,48 +305,30 @@ def child_grid_sentences(timings: dict, child_grids: dict, no_child: dict) -> li
     return lines
 
 
-# --- the busiest lane of each warp, for the hybrid and the degree bins -----------------------------------
-
-def _host(values) -> np.ndarray:
-    return to_host(values, "in_degree", ndim=1).astype(np.int64)    # CuPy's is copied to the host
-
-
-def _by_warp(values: np.ndarray, per_warp: int) -> np.ndarray:
-    padded = np.zeros(-(-values.size // per_warp) * per_warp, dtype=np.int64)
-    padded[:values.size] = values
-    return padded.reshape(-1, per_warp)
-
-
 def busiest_lane_hybrid(in_degree, threshold: int = 32) -> np.ndarray:
-    """In-links walked by the busiest lane of each warp of pull_hybrid, phase by phase: the warp's longest
-    light list (a thread each), then a 32-way share of each heavy list, walked in turn by the whole warp,
-    which waits for its busiest lane at every shuffle."""
-    d = _by_warp(_host(in_degree), WARP)
+    """In-links walked by each warp's busiest lane in pull_hybrid: its longest light list (a thread each),
+    then a 32-way share of each heavy list in turn (the warp waits for its busiest lane at every shuffle)."""
+    d = by_warp(in_degrees(in_degree), WARP)
     heavy = d > threshold
     return np.where(heavy, 0, d).max(axis=1) + np.where(heavy, -(-d // WARP), 0).sum(axis=1)
 
 
 def busiest_lane_binned(in_degree, thread_max: int = 32, warp_max: int = 1024,
                         block: int = 256) -> np.ndarray:
-    """In-links walked by the busiest lane of each warp of pull_binned's three launches: light vertices 32 to
-    a warp (in vertex order, as the bins list them), a warp per medium vertex, a block per heavy one (its
-    warp w starts at in-link 32w and strides by the block)."""
-    d = _host(in_degree)
+    """In-links walked by each warp's busiest lane in pull_binned: light vertices 32 to a warp (in order), a
+    warp per medium vertex, a block per heavy one (its warp w starts at in-link 32w, strides by the block)."""
+    d = in_degrees(in_degree)
     light, heavy = d[d < thread_max], d[d >= warp_max]
     medium = d[(d >= thread_max) & (d < warp_max)]
     first = WARP * np.arange(block // WARP)                      # each warp's first in-link in a block
     per_block = -(-np.maximum(heavy[:, None] - first, 0) // block)
-    parts = [_by_warp(light, WARP).max(axis=1) if light.size else np.zeros(0, np.int64), -(-medium // WARP),
+    parts = [by_warp(light, WARP).max(axis=1) if light.size else np.zeros(0, np.int64), -(-medium // WARP),
              per_block.ravel()]
     return np.concatenate(parts)
 
 
-# --- accuracy -----------------------------------------------------------------------------------------
-
 def largest_relative_error(spmv, dg, vector: np.ndarray) -> float:
-    """Largest relative error over the vertices of one sum over in-links (a variant, or its name) from
-    ``vector`` (float32, on the host) against the float64 product of the DeviceGraph's host graph."""
-
+    """The largest relative error of one sum over in-links of float32 ``vector`` against float64."""
     cp = require_gpu()
     if dg.graph is None:
         raise ValueError(f"{dg.name} has no host graph to compute the float64 product with")

@@ -1,7 +1,5 @@
-"""Plumbing for lectures 20-22 (convergence, fusion, vertex order and blocking), so their cells show the
-experiment, not the bookkeeping: an iteration's change and its rate, whole iterations timed interleaved
-(launched, replayed as CUDA graphs, or a library's SpMV) and judged by ``helpers.measure.verdicts``, what a control
-supports, sizes beyond L2, drawings of who reads what. Nothing here imports CuPy at import time."""
+"""Plumbing for lectures 20-22 (convergence, fusion, vertex order, blocking): an iteration's change and its
+rate, whole iterations timed interleaved and judged by the verdict rule, sizes beyond L2, drawings."""
 from __future__ import annotations
 
 import math
@@ -14,8 +12,10 @@ import pandas as pd
 from helpers import driver
 from helpers.core.graph import check_seed, host_array
 from helpers.core.reference import l1_distance, pagerank
-from helpers.driver import baselines, floors, locality
+from helpers.driver import floors, locality
+from helpers.driver.compare import libraries
 from helpers.driver.iteration import REPLAYED, replayed, time_iterations
+from helpers.lectures.l03_cpu_timing import finish, new_axes, plot_medians_with_ranges
 from helpers.measure import gpu, verdicts
 from helpers.measure.figures import reader_of_each_in_link
 from helpers.measure.gpu import Timing
@@ -25,12 +25,8 @@ ITERATIONS = REPLAYED               # iterations per timed call (a CUDA graph re
 NORMS = ("L1", "L2", "L∞")
 
 
-# --- lecture 20: the change between iterates --------------------------------------------------------------
-
 def change_norms(step, iterations: int):
-    """Run an iteration object ``iterations`` times: the L1, L2 and L∞ norms of each change of its float32
-    ranks (in float64, on the GPU), and L2/L1, L∞/L1 where the change is not zero."""
-
+    """The L1, L2, L∞ norms (float64, on the GPU) of ``iterations`` changes of a step's ranks, and ratios."""
     cp = gpu.require_gpu()
     rows = []
     for iteration in range(1, int(iterations) + 1):
@@ -47,8 +43,7 @@ def change_norms(step, iterations: int):
 
 
 def shrink_factor(values, start: int = 0) -> float:
-    """The factor a series shrinks by per step, fitted on its logarithm from position ``start`` on; zeros
-    (a change that became exactly 0) are left out."""
+    """The factor a series shrinks by per step, fitted on its logarithm from ``start`` on, zeros left out."""
     values = np.asarray(host_array(values, "values", ndim=1), dtype=np.float64)[int(start):]
     steps = np.arange(values.size)
     keep = values > 0
@@ -58,8 +53,7 @@ def shrink_factor(values, start: int = 0) -> float:
 
 
 def average_shrink(first: float, last: float, steps: int) -> float:
-    """The average factor per step that takes ``first`` to ``last`` in ``steps`` steps: how a report's
-    first and last residual give its rate."""
+    """The average factor per step that takes ``first`` to ``last`` in ``steps`` steps."""
     if steps < 1 or first <= 0 or last <= 0:
         raise ValueError(f"need steps >= 1 and positive values, got {first}, {last}, {steps}")
     return float((last / first) ** (1.0 / steps))
@@ -72,17 +66,13 @@ def first_below(values, tol: float):
 
 
 def ulp_sum(ranks) -> float:
-    """One unit in the last place of every rank stored as float32, added up: the L1 change of an
-    iteration that moved every rank by a single ulp (the yardstick for where float32 stalls)."""
+    """One float32 ulp of every rank, added up: the L1 change of an iteration that moved each by one ulp."""
     ranks = np.asarray(host_array(ranks, "ranks", ndim=1), dtype=np.float32)
     return float(np.spacing(np.abs(ranks)).astype(np.float64).sum())
 
 
 def accuracy_runs(graphs, names, *, tol: float = 1e-9, max_iter: int = 200, mark: float = 1e-6):
-    """Each variant run to ``tol`` (at most ``max_iter`` iterations) on each graph: a table (the first
-    iteration below ``mark``, the lowest L1 change reached, whether ``tol`` was met, the L1 distance to
-    float64, and one ulp of every rank) and the L1 curves by (graph name, variant)."""
-
+    """Each variant run to ``tol`` on each graph: an accuracy table and the L1 curves by (graph, variant)."""
     rows, curves, exact = [], {}, []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", driver.NotConvergedWarning)   # a stalled run: the table says so
@@ -96,8 +86,7 @@ def accuracy_runs(graphs, names, *, tol: float = 1e-9, max_iter: int = 200, mark
                 rows.append({"graph": graph.name, "kernel": name,
                              f"first below {short(mark)}": np.nan if first is None else float(first),
                              "lowest L1 change": float(result.residuals.min()),
-                             f"met {short(tol)}": result.converged,
-                             "iterations run": result.iterations,
+                             f"met {short(tol)}": result.converged, "iterations run": result.iterations,
                              "L1 to float64": l1_distance(result.ranks, truth.ranks),
                              "one ulp of every rank": ulp_sum(truth.ranks)})
     table = pd.DataFrame(rows)
@@ -114,18 +103,12 @@ def short(value: float) -> str:
 
 
 def kernels_alone(dg, names, *, launches: int = 20, trials: int = 15) -> dict:
-    """Each variant's sum over in-links alone (its kernel launches, back to back), all timed interleaved
-    (``gpu.time_paired``): name -> Timing in ms per launch, ready for ``verdicts``."""
-    steps = {name: driver.make_iteration(dg, name) for name in names}
-    for step in steps.values():
-        step.run()                              # contributions written: every kernel reads real values
-    return gpu.time_paired({name: step.launch_kernel for name, step in steps.items()},
-                           launches=launches, trials=trials)
+    """Each variant's sum over in-links alone, all timed interleaved: name -> Timing in ms per launch."""
+    return gpu.time_paired({name: sum_alone(dg, name) for name in names}, launches=launches, trials=trials)
 
 
 def whole_runs(dg, name: str, check_every, *, iterations: int = 64, trials: int = 15) -> dict:
-    """Whole ``pagerank_gpu`` calls of exactly ``iterations`` iterations (``tol=0``), one per ``check_every``
-    setting, timed interleaved, first launch to ranks copied back: 'every k' -> Timing (ms)."""
+    """Whole ``pagerank_gpu`` runs of ``iterations`` iterations per ``check_every``: 'every k' -> Timing."""
     def call(k):
         def run():
             with warnings.catch_warnings():
@@ -140,8 +123,7 @@ def whole_runs(dg, name: str, check_every, *, iterations: int = 64, trials: int 
 
 
 def per_event(a: Timing, b: Timing, count: int, scale: float = 1e3) -> Timing:
-    """(a - b) / count trial by trial, for paired Timings: what each of the ``count`` events that ``a``
-    has and ``b`` has not costs (in µs with the default ``scale``, for timings in ms)."""
+    """(a - b) / count trial by trial for paired Timings: what each of ``count`` events costs (in µs)."""
     if a.pairing is None or a.pairing != b.pairing or a.samples_ms.size != b.samples_ms.size:
         raise ValueError("per_event needs two timings measured together by gpu.time_paired")
     if count < 1:
@@ -149,11 +131,8 @@ def per_event(a: Timing, b: Timing, count: int, scale: float = 1e3) -> Timing:
     return Timing.of((a.samples_ms - b.samples_ms) * scale / count)
 
 
-# --- comparisons, controls and tables ---------------------------------------------------------------
-
 def verdict_table(timings: dict, pairs):
     """A row per (a, b) in ``pairs``: a's time over b's, its 95% interval and the verdict's word."""
-
     rows = []
     for a, b in pairs:
         v = verdicts.compare(timings[a], timings[b])
@@ -163,17 +142,14 @@ def verdict_table(timings: dict, pairs):
 
 
 def timing_frame(timings: dict, column: str = "iteration", **attrs):
-    """label -> Timing as a DataFrame ('variant' and a Timing column) for ``results.show`` and ``chart``;
-    ``attrs`` (graph, timing, ...) become its header."""
-
+    """label -> Timing as a DataFrame ('variant', ``column``) for ``results.show``; ``attrs``: its header."""
     frame = pd.DataFrame({"variant": list(timings), column: list(timings.values())})
     frame.attrs.update(attrs if "gpu" in attrs else {"gpu": gpu.device_facts().name, **attrs})
     return frame
 
 
 def control_says(effect: verdicts.Verdict, control: verdicts.Verdict, what: str, cause: str) -> str:
-    """The cause a control supports, in words, whatever the outcome: ``effect`` is a comparison with the
-    suspected ``cause`` present, ``control`` the same comparison with only that cause removed."""
+    """The cause a control (the same comparison with only ``cause`` removed) supports, in words."""
     if effect.word not in ("faster", "slower"):
         return f"{what}: {effect.word} here, so there is nothing for the control to explain"
     if control.word == "no measurable difference":
@@ -183,19 +159,18 @@ def control_says(effect: verdicts.Verdict, control: verdicts.Verdict, what: str,
     if control.word != effect.word:
         return (f"{what} reverses without {cause}: all of it comes from {cause}, and something else pulls "
                 "the other way")
+    shrinks = (f"{what} shrinks from about {effect.times_rounded}x to about {control.times_rounded}x "
+               f"without {cause}")
     if abs(math.log(control.ratio)) < 0.5 * abs(math.log(effect.ratio)):
-        return (f"{what} shrinks from about {effect.times_rounded}x to about {control.times_rounded}x "
-                f"without {cause}: most of it comes from {cause}")
+        return f"{shrinks}: most of it comes from {cause}"
     if abs(math.log(control.ratio)) < abs(math.log(effect.ratio)) - math.log(1 + verdicts.MARGIN):
-        return (f"{what} shrinks from about {effect.times_rounded}x to about {control.times_rounded}x "
-                f"without {cause}: part of it comes from {cause}, not most")
+        return f"{shrinks}: part of it comes from {cause}, not most"
     return (f"{what} stays at about {control.times_rounded}x without {cause}: the control does not "
             f"support {cause} as its cause")
 
 
 def part_explains(effect: verdicts.Verdict, part: verdicts.Verdict, what: str, part_name: str) -> str:
-    """Whether a measured part (``part``, e.g. the gather floor in the same two orders) moved as much as
-    the whole (``effect``): if so, it explains the effect; if not, something else adds the rest."""
+    """Whether a measured part (e.g. the gather floor in the same two orders) moved as far as the whole."""
     if effect.word not in ("faster", "slower"):
         return f"{what}: {effect.word} here, so there is nothing to explain"
     if abs(math.log(effect.ratio)) <= abs(math.log(part.ratio)) + math.log(1 + verdicts.MARGIN):
@@ -205,8 +180,6 @@ def part_explains(effect: verdicts.Verdict, part: verdicts.Verdict, what: str, p
             f"{part.times_rounded}x): something besides {part_name} adds the rest")
 
 
-# --- lectures 21 and 22: whole iterations timed interleaved ----------------------------------------
-
 def sum_alone(dg, name: str):
     """A callable launching a variant's sum over in-links alone (one iteration first writes its inputs)."""
     step = driver.make_iteration(dg, name)
@@ -215,8 +188,7 @@ def sum_alone(dg, name: str):
 
 
 def timed_form(dg, name: str, iterations: int = ITERATIONS):
-    """How a variant is timed across graphs: whole iterations replayed as a CUDA graph (fused, blocked),
-    else its sum over in-links alone."""
+    """Whole iterations replayed as a CUDA graph (fused, blocked), else the sum over in-links alone."""
     if driver.variant(name).iteration is not None:
         return replayed(driver.make_iteration(dg, name), iterations)
     return sum_alone(dg, name)
@@ -224,21 +196,14 @@ def timed_form(dg, name: str, iterations: int = ITERATIONS):
 
 def measure_order(dg, how: str, names=("fused",), *, iterations: int = ITERATIONS, trials: int = 15,
                   copy_gbs: float | None = None) -> dict:
-    """One vertex order of ``dg`` against its given order: the reordering's seconds (one run), the floors
-    of both orders, each variant in ``names`` (``timed_form``) in both orders timed interleaved, and the
-    verdicts (the floors' unpaired). Lectures 21 and 22 both measure orders this way: one answer per pair.
-    Returns a dict: order, preprocessing_s, floors, timings, verdicts and gather."""
+    """One vertex order against the given one: preprocessing, floors, paired timings, verdicts."""
     graph, seconds = locality.reorder(dg, how)
-    measured = {"given": floors.measure(dg, copy_gbs=copy_gbs)}
-    measured[how] = measured["given"] if graph is dg else floors.measure(graph, copy_gbs=copy_gbs)
-    runs = {}
-    for name in names:
-        runs[f"{name}, given"] = timed_form(dg, name, iterations)
-        if graph is not dg:
-            runs[f"{name}, {how}"] = timed_form(graph, name, iterations)
+    orders = {"given": dg, how: graph}                  # one order where ``how`` is 'given'
+    measured = {order: floors.measure(g, copy_gbs=copy_gbs) for order, g in orders.items()}
+    runs = {f"{name}, {order}": timed_form(g, name, iterations)
+            for name in names for order, g in orders.items()}
     timings = time_iterations(runs, iterations=iterations, trials=trials)
-    found = {"order": how, "preprocessing_s": seconds, "floors": measured, "timings": timings,
-             "verdicts": {}}
+    found = {"order": how, "preprocessing_s": seconds, "floors": measured, "timings": timings, "verdicts": {}}
     if graph is not dg:
         found["verdicts"] = {name: verdicts.compare(timings[f"{name}, {how}"], timings[f"{name}, given"])
                              for name in names}
@@ -248,32 +213,22 @@ def measure_order(dg, how: str, names=("fused",), *, iterations: int = ITERATION
 
 def order_table(dg, orders=locality.ORDERS, names=("fused",), *, iterations: int = ITERATIONS,
                 trials: int = 15, copy_gbs: float | None = None):
-    """``measure_order`` for each order, as one table: preprocessing seconds, sector requests per edge, the
-    gather floor, each variant's time, ratio to the given order and verdict (a Verdict, shown as its word),
-    and after how many iterations the first variant's saving repays the preprocessing."""
-
-    rows, given_row = [], None
+    """``measure_order`` per order as one table, with when the first variant repays the order."""
+    rows = []
     for how in [o for o in orders if o != "given"]:
         found = measure_order(dg, how, names, iterations=iterations, trials=trials, copy_gbs=copy_gbs)
-        if given_row is None:
-            given = found["floors"]["given"]
-            given_row = {"order": "given", "preprocessing_s": 0.0,
-                         "sectors_per_edge": given.sectors_per_edge, "gather": given.gather,
-                         **{name: found["timings"][f"{name}, given"] for name in names}}
-            rows.append(given_row)
-        new = found["floors"][how]
-        row = {"order": how, "preprocessing_s": found["preprocessing_s"],
-               "sectors_per_edge": new.sectors_per_edge, "gather": new.gather}
+        timed, first = found["timings"], names[0]
+        for order in (how,) if rows else ("given", how):
+            rows.append({"order": order, "preprocessing_s": found["preprocessing_s"] if order == how else 0.0,
+                         "sectors_per_edge": found["floors"][order].sectors_per_edge,
+                         "gather": found["floors"][order].gather,
+                         **{name: timed[f"{name}, {order}"] for name in names}})
         for name in names:
             v = found["verdicts"][name]        # a Verdict: shown as its word, v.sentence() for prose
-            row.update({name: found["timings"][f"{name}, {how}"], f"{name} / given": v.ratio,
-                        f"{name}: verdict": v})
-        first = names[0]
-        timed = found["timings"]
+            rows[-1].update({f"{name} / given": v.ratio, f"{name}: verdict": v})
         saved = timed[f"{first}, given"].median_ms - timed[f"{first}, {how}"].median_ms
         faster = found["verdicts"][first].word == "faster" and saved > 0
-        row["repaid after (iterations)"] = 1e3 * found["preprocessing_s"] / saved if faster else np.nan
-        rows.append(row)
+        rows[-1]["repaid after (iterations)"] = 1e3 * found["preprocessing_s"] / saved if faster else np.nan
         gpu.require_gpu().get_default_memory_pool().free_all_blocks()     # the reordered graph is gone
     table = pd.DataFrame(rows)
     table.attrs.update(gpu=gpu.device_facts().name, graph=driver.graph_label(dg),
@@ -286,10 +241,7 @@ def order_table(dg, orders=locality.ORDERS, names=("fused",), *, iterations: int
 
 
 def order_summary(table, name: str = "fused") -> list[str]:
-    """For each order of an ``order_table`` against the given one, in sentences of one number each: how
-    far the gather floor moved, whether the sector requests moved as far (if not, reuse of cached sectors
-    did the rest), the verdict on ``name`` and after how many iterations the order is repaid."""
-
+    """Per order of an ``order_table``, one number a sentence: gather floor, sectors, verdict, repaid."""
     rows = table.set_index("order")
     given = rows.loc["given"]
     lines = []
@@ -309,20 +261,14 @@ def order_summary(table, name: str = "fused") -> list[str]:
     return lines
 
 
-# --- lecture 22: sizes and segments ---------------------------------------------------------------
-
 def peak_bytes(num_vertices: int, num_edges: int) -> int:
-    """GPU memory at the peak of lecture 22's beyond-L2 experiments: the graph and one reordered copy
-    with the blocked iteration (``device_bytes`` counts the source segments and their build) and the
-    renumbering's sort keys."""
+    """GPU memory at lecture 22's peak: the graph, a reordered copy (blocked) and the sort keys."""
     n, e = int(num_vertices), int(num_edges)
     return 2 * driver.device_bytes(n, e, "blocked") + 32 * e + 28 * n
 
 
 def beyond_l2_size(l2_bytes: int, free_bytes: int, *, times_l2: float = 2.5, edges_per_vertex: int = 9):
-    """(vertices, edges) of a graph whose float32 vector is ``times_l2`` times this GPU's L2, with
-    ``edges_per_vertex`` edges each, halved while ``peak_bytes`` would pass 80% of ``free_bytes``; and
-    the vertices wanted before halving (equal unless memory forced a smaller graph)."""
+    """(vertices, edges, wanted) for a vector ``times_l2`` x L2, halved to fit 80% of ``free_bytes``."""
     wanted = n = max(int(times_l2 * l2_bytes / 4), 2)
     while peak_bytes(n, edges_per_vertex * n) > 0.8 * free_bytes and n > 2**16:
         n //= 2
@@ -330,17 +276,12 @@ def beyond_l2_size(l2_bytes: int, free_bytes: int, *, times_l2: float = 2.5, edg
 
 
 def copies_beyond_l2(l2_bytes: int, base_vertices: int, *, times_l2: float = 2.5) -> int:
-    """How many linked copies of a graph of ``base_vertices`` make a float32 vector ``times_l2`` times
-    L2."""
+    """How many linked copies of a graph of ``base_vertices`` make a float32 vector ``times_l2`` times L2."""
     return max(1, math.ceil(times_l2 * l2_bytes / (4 * int(base_vertices))))
 
 
 def segment_sweep(dg, fractions=(1 / 8, 1 / 4, 1 / 2, 1, 2, 4), *, iterations: int = 10, trials: int = 9):
-    """The blocked iteration with source segments of each fraction of this GPU's L2 (in float32 values),
-    and the fused iteration, replayed as CUDA graphs and timed interleaved: a table (fraction of L2,
-    vertices per segment, MiB of values, segments, time per iteration, and the verdict against half of
-    L2, the driver's choice) and the Timings by label."""
-
+    """Blocked with segments of each fraction of L2, and fused, interleaved: (table, Timings)."""
     l2 = gpu.device_facts().l2_bytes
     sizes = {f: max(driver.BLOCK, int(f * l2 / 4)) for f in fractions}
     runs = {f"segments of {f:g} x L2": replayed(driver.BlockedIteration(dg, vertices_per_segment=v),
@@ -365,62 +306,39 @@ def segment_sweep(dg, fractions=(1 / 8, 1 / 4, 1 / 2, 1, 2, 4), *, iterations: i
     return table, timings
 
 
-def against_libraries(dg, *, iterations: int = 10, trials: int = 15):
-    """The course's whole iterations (fused and blocked replayed as CUDA graphs, pull_segmented launched
-    from Python) and the libraries' SpMV alone (cuSPARSE with its descriptors prepared once; torch.mv on
-    a CSR tensor where PyTorch sees the GPU), timed interleaved on one graph: (label -> Timing per
-    iteration or per SpMV, what was left out and why)."""
+def against_libraries(dg, *, iterations: int = 10, trials: int = 15) -> dict:
+    """Fused, blocked, pull_segmented and the libraries' SpMV timed interleaved: label -> Timing."""
     cp = gpu.require_gpu()
     x = cp.full(dg.num_vertices, 1.0 / dg.num_vertices, dtype=cp.float32)
-    y = cp.empty_like(x)
     runs = {"fused, CUDA graph": replayed(driver.FusedIteration(dg), iterations),
             "blocked, CUDA graph": replayed(driver.BlockedIteration(dg), iterations),
-            "pull_segmented, launched": driver.make_iteration(dg, "pull_segmented"),
-            "cuSPARSE SpMV (prepared)": baselines.PreparedSpMV(dg, x, y)}
-    torch_mv, about = baselines.torch_spmv(dg, x)
-    if torch_mv is not None:
-        runs["torch.mv (CSR)"] = torch_mv
-    left_out = "" if torch_mv is not None else f"torch.mv left out: {about}"
-    return time_iterations(runs, iterations=iterations, trials=trials), left_out
+            "pull_segmented, launched": driver.make_iteration(dg, "pull_segmented")}
+    runs |= libraries(dg, x, cp.empty_like(x))
+    return time_iterations(runs, iterations=iterations, trials=trials)
 
 
 def library_report(dg, floor=None, *, iterations: int = 10, trials: int = 15):
-    """``against_libraries`` on one graph, as a table of Timings (for ``results.show`` and ``chart``) and
-    sentences of one number each: which iteration ``driver.choose`` picks here and why, that iteration
-    against each library's SpMV alone and against fused or blocked, and against ``floor`` (the gather
-    floor's Timing, measured apart: an unpaired comparison)."""
-    timings, left_out = against_libraries(dg, iterations=iterations, trials=trials)
+    """``against_libraries`` as a table and one-number sentences: the iteration ``driver.choose`` picks and
+    why, against the other whole iteration, each library's SpMV and ``floor`` (apart: unpaired)."""
+    timings = against_libraries(dg, iterations=iterations, trials=trials)
     frame = timing_frame(timings, "iteration", graph=driver.graph_label(dg),
                          timing=f"{trials} trials interleaved; a whole iteration (ours) or one SpMV alone "
                                 "(the libraries)")
     name, why = driver.choose(dg)
-    chosen = f"{name}, CUDA graph"
-    other = "fused, CUDA graph" if name == "blocked" else "blocked, CUDA graph"
-    lines = [f"pagerank_gpu would run {name} here: {why}"]
-    lines.append(verdicts.compare(timings[chosen], timings[other]).sentence(name, other.split(",")[0]))
-    for label in timings:
-        if "SpMV" in label or "torch" in label:
-            lines.append(verdicts.compare(timings[chosen], timings[label]).sentence(
-                f"a whole {name} iteration", label))
+    chosen, other = f"{name}, CUDA graph", "fused" if name == "blocked" else "blocked"
+    lines = [f"pagerank_gpu would run {name} here: {why}",
+             verdicts.compare(timings[chosen], timings[f"{other}, CUDA graph"]).sentence(name, other)]
+    lines += [verdicts.compare(timings[chosen], timings[label]).sentence(f"a whole {name} iteration", label)
+              for label in timings if "SpMV" in label or "torch" in label]
     if floor is not None:
         lines.append(verdicts.compare(timings[chosen], floor).sentence(name, "the random-gather floor"))
-    if left_out:
-        lines.append(left_out)
     return frame, lines
 
 
 def plot_sweep(sweep, lines: dict | None = None, marks: dict | None = None, ax=None, title: str = ""):
-    """The segment sweep's time per iteration (median, with the range as error bars) against the segment
-    size in MiB of values; ``lines``: horizontal references (label -> Timing or ms), ``marks``: vertical
-    ones (label -> MiB), e.g. half of this GPU's L2 and a T4's 2 MiB."""
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7.5, 3.6))
-    times = list(sweep["iteration"])
-    median = np.array([t.median_ms for t in times])
-    errors = np.vstack([median - [t.min_ms for t in times], [t.max_ms for t in times] - median])
-    ax.errorbar(sweep["MiB of values"], median, yerr=errors, marker="o", capsize=3,
-                label="blocked iteration")
+    """The segment sweep's ms per iteration against MiB, with reference ``lines`` (ms) and ``marks`` (MiB)."""
+    ax = new_axes(ax, (7.5, 3.6))
+    plot_medians_with_ranges(ax, sweep["MiB of values"], sweep["iteration"], label="blocked iteration")
     for (label, value), style in zip((lines or {}).items(), ("--", ":", "-.")):
         ax.axhline(getattr(value, "median_ms", value), color="tab:orange", ls=style, label=label)
     for (label, mib), style in zip((marks or {}).items(), ("-", "--")):
@@ -429,16 +347,11 @@ def plot_sweep(sweep, lines: dict | None = None, marks: dict | None = None, ax=N
     ax.xaxis.set_major_formatter(plt.FormatStrFormatter("%g"))
     ax.set_xlabel("segment size, MiB of float32 values")
     ax.set_ylabel("ms per iteration")
-    ax.set_title(title, fontsize=8)
-    ax.legend(fontsize=7)
-    ax.figure.tight_layout()
-    return ax
+    return finish(ax, title)
 
 
 def sweep_summary(sweep, timings: dict, floor=None) -> list[str]:
-    """The segment sweep in sentences of one number each: the fastest size, half of L2 against the fused
-    iteration and against ``floor``, and the control: the largest segments (one segment when they hold
-    every vertex: the same kernel without blocking) against half of L2."""
+    """The segment sweep, one number a sentence: fastest, half of L2 against fused and floor, control."""
     default = timings["segments of 0.5 x L2"]
     fastest = sweep.loc[int(np.argmin([t.median_ms for t in sweep["iteration"]]))]
     largest = sweep.iloc[-1]
@@ -453,11 +366,8 @@ def sweep_summary(sweep, timings: dict, floor=None) -> list[str]:
 
 
 def t4_model(graphs: dict):
-    """What a Tesla T4 would see, a model from its datasheet, never a measurement: per graph (label ->
-    (vertices, edges, sector requests per edge)) the vector against its 4 MB L2, the byte model, the
-    gather from all-L2 to all-DRAM at 320 GB/s, the blocked iteration's bytes (at most), and what
-    ``driver.choose`` does there (fused where the vector fits in half of L2; else it times both)."""
-
+    """A Tesla T4 by its datasheet, never measured: per graph (label -> (vertices, edges, sectors per edge))
+    the vector against its L2, the byte model, the gather, the blocked bound, ``driver.choose``'s pick."""
     segment = floors.T4_SEGMENT
     rows = []
     for label, (n, e, sectors) in graphs.items():
@@ -475,8 +385,6 @@ def t4_model(graphs: dict):
     return table
 
 
-# --- drawings: which thread, lane or pass reads which data -------------------------------------------------
-
 def _cells(ax, row: int, colours, crossed=None, size: int = 70):
     """One row of squares (an in-link or a shared slot each), coloured by the thread that reads it."""
     x = np.arange(len(colours))
@@ -487,14 +395,11 @@ def _cells(ax, row: int, colours, crossed=None, size: int = 70):
 
 
 def draw_tree_reduction(width: int = 16, ax=None):
-    """The tree of a shared-memory block sum for ``width`` threads: a row per step (the loads, then
-    strides width/2 ... 1); at each step thread t < stride adds slot t + stride into slot t (an arrow,
-    coloured by the thread), and a barrier (__syncthreads) separates the steps."""
-
+    """A shared-memory block sum of ``width`` values: a row per step (loads, then strides width/2 ... 1), at
+    each an arrow from slot t + stride into slot t for t < stride, barriers between."""
     if width < 2 or width & (width - 1):
         raise ValueError(f"width must be a power of two of at least 2, got {width}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(9, 3.6))
+    ax = new_axes(ax, (9, 3.6))
     colours = plt.get_cmap("tab20")
     strides = [width // 2 ** k for k in range(1, int(math.log2(width)) + 1)]
     _cells(ax, 0, np.arange(width))
@@ -510,21 +415,16 @@ def draw_tree_reduction(width: int = 16, ax=None):
     ax.set_yticks(range(len(strides) + 1), ["loads"] + [f"stride {s}" for s in strides])
     ax.set_ylim(len(strides) + 0.6, -0.6)
     ax.set_xlabel("shared-memory slot (= the thread that loaded it); arrow colour: the thread that adds")
-    ax.set_title(f"a block sum of {width} values in {len(strides)} steps: slot 0 ends with the total",
-                 fontsize=8)
-    ax.figure.tight_layout()
-    return ax
+    return finish(ax, f"a block sum of {width} values in {len(strides)} steps: slot 0 ends with the total",
+                  legend=False)
 
 
 def draw_dropped_lanes(in_degree, ax=None, title: str = ""):
-    """A few vertices' in-links in memory order, a warp per vertex, coloured by the lane that reads them:
-    above, the shuffle tree brings every lane's sum to lane 0; below, its result is dropped and lane 0
-    writes its own sum only (crossed: never added)."""
-
+    """A warp per vertex, in-links coloured by lane: the shuffle tree, and below, its result dropped (lane 0
+    writes its own sum; crossed: never added)."""
     degree = np.asarray(host_array(in_degree, "in_degree", ndim=1), dtype=np.int64)
     lanes = reader_of_each_in_link(degree, "warp") % 32
-    if ax is None:
-        _, ax = plt.subplots(figsize=(9, 1.9))
+    ax = new_axes(ax, (9, 1.9))
     _cells(ax, 0, lanes)
     _cells(ax, 1, lanes, crossed=lanes != 0)
     for start in np.cumsum(degree)[:-1] - 0.5:
@@ -533,20 +433,16 @@ def draw_dropped_lanes(in_degree, ax=None, title: str = ""):
     ax.set_ylim(1.7, -0.7)
     ax.set_xlabel("in-links in memory order; colour: the lane that reads it; x: never added; "
                   "lines: next vertex")
-    ax.set_title(title, fontsize=8)
-    ax.figure.tight_layout()
-    return ax
+    return finish(ax, title, legend=False)
 
 
 def draw_segments(num_vertices: int = 32, num_edges: int = 110, segment: int = 8, seed: int = 0, ax=None):
     """A small random graph's in-links (source across, target down), coloured by the source segment whose
     pass adds them: pass s reads only x[s * segment:(s + 1) * segment], a slice that stays in L2."""
-
     rng = np.random.default_rng(check_seed(seed))
     sources = rng.integers(0, num_vertices, num_edges)
     targets = rng.integers(0, num_vertices, num_edges)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(5.2, 4.2))
+    ax = new_axes(ax, (5.2, 4.2))
     ax.scatter(sources, targets, c=(sources // segment) % 10, cmap="tab10", vmin=0, vmax=9, s=18)
     for edge in range(segment, num_vertices, segment):
         ax.axvline(edge - 0.5, color="grey", lw=0.8, ls="--")
@@ -556,6 +452,5 @@ def draw_segments(num_vertices: int = 32, num_edges: int = 110, segment: int = 8
     ax.set_ylim(num_vertices - 0.5, -2.5)
     ax.set_xlabel("source id (the x value gathered)")
     ax.set_ylabel("target id (the row summed)")
-    ax.set_title(f"{num_edges} in-links in segments of {segment} sources: one pass per segment", fontsize=8)
-    ax.figure.tight_layout()
-    return ax
+    return finish(ax, f"{num_edges} in-links in segments of {segment} sources: one pass per segment",
+                  legend=False)
