@@ -4,12 +4,9 @@ structure) and only then cached; the parsed graph is cached as .npz and used aga
 """
 from __future__ import annotations
 
-import contextlib
-import functools
 import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -21,27 +18,23 @@ from helpers.core.generators import rmat_graph, web_graph
 from helpers.core.graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_flag,
                                 check_integer, check_real, check_seed, statistics_of)
 from helpers.core.progress import say, warn
+from helpers.data import cache as store
+from helpers.data.cache import ARRAYS, CACHE_FORMAT, MAX_NAME, VANISHED_RETRIES
 from helpers.data.download import DownloadError, IntegrityError, check_limits, fetch, redact
-from helpers.data.graphfiles import (ARRAYS, graph_from_pairs, load_npz, open_regular, read_edge_pairs,
-                                     read_header, save_npz, write_atomically)
-from helpers.data.settings import (DATA_DIR_VARIABLE, SettingError, data_dir, data_dir_setting, describe_path,
-                                   expand_home, home_folder, temp_data_dir, user_cache_dir)
+from helpers.data.graphfiles import graph_from_pairs, open_regular, read_edge_pairs, read_header
+from helpers.data.settings import SettingError, describe_path, expand_home
 
 BASE_URL_VARIABLE = "PAGERANK_DATA_URL"
 STATISTICS_VARIABLE = "PAGERANK_DATA_STATISTICS"
 DEFAULT_BASE_URL = "https://snap.stanford.edu/data/"
-CACHE_FORMAT = 2
 BYTES_PER_EDGE_GUESS = 16  # for the deadline until the server sends a size (SNAP's gzip: ~4 per edge)
 MAX_BYTES_PER_EDGE = 64    # a SNAP edge line is at most ~40 bytes: a larger body per edge is not the file
-STALE_STAGING = 24 * 3600  # seconds: a staging folder whose owner cannot be checked is left this long
-VANISHED_RETRIES = 3       # tries of a load (and of a cache folder) that another process deletes under it
 STANDIN_VERSION = 1        # raised whenever a generator changes what it makes for the same seed
 STANDIN_ARRAYS = ARRAYS[:-1]
 STATISTICS = {             # what SNAP's dataset pages publish, in SNAP's words
     "edges": "edges", "wcc_nodes": "nodes in the largest WCC", "wcc_edges": "edges in the largest WCC",
     "scc_nodes": "nodes in the largest SCC", "scc_edges": "edges in the largest SCC"}
 DISPLAY_NAME = "name"      # in a $PAGERANK_DATA_STATISTICS entry: what the served file is (the Graph's name)
-MAX_NAME = 200             # characters in a graph's name taken from a file (a statistics file, info.json)
 
 
 class UnknownDatasetError(KeyError):
@@ -172,76 +165,10 @@ def base_url() -> str:
     return value
 
 
-def _candidate_roots() -> list[Path]:
-    """Cache roots in order of preference: the data directory's cache/, the user cache, the temp folder's."""
-    roots = []
-    try:
-        roots.append(data_dir() / "cache")
-    except OSError:                           # data_dir() creates the folder and fails where it cannot
-        try:
-            if (configured := data_dir_setting()) is not None:
-                roots.append(configured / "cache")
-        except OSError:                       # a '~user' that names no one
-            pass
-    roots += [user_cache_dir() / "cache", temp_data_dir() / "cache"]
-    return list(dict.fromkeys(roots))
-
-
-_TOLD: set[str] = set()      # what was already said about settings passed over, once per process
-
-
-def _tell_if_passed_over() -> None:
-    """Say, once per process and reason, what the cache passes over silently otherwise: a
-    $PAGERANK_DATA_DIR that cannot be looked at, a home folder that cannot be used."""
-    why = []
-    try:
-        data_dir_setting()
-    except OSError as error:
-        why.append(f"${DATA_DIR_VARIABLE}={os.environ.get(DATA_DIR_VARIABLE, '')!r} cannot be used "
-                   f"({error.strerror or error})")
-    home, no_home = home_folder()
-    if not why and home is not None:          # the usual case: nothing passed over, nothing to say
-        return
-    first = _candidate_roots()[0]
-    if home is None and first == temp_data_dir() / "cache" and not any(no_home in w for w in why):
-        why.append(f"no usable home folder ({no_home})")
-    said = "; ".join(why) + f"; the cache is kept in {describe_path(first.parent)} instead"
-    if why and said not in _TOLD:
-        _TOLD.add(said)
-        say(said)
-
-
-def _unwritable(folder: Path) -> str | None:
-    """None if files can be written in ``folder`` (created if need be), else why not; a folder deleted
-    between its creation and the test write is created again (a few times)."""
-    for attempt in range(VANISHED_RETRIES):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryFile(dir=folder):
-                return None
-        except OSError as error:
-            if not isinstance(error, FileNotFoundError) or attempt + 1 == VANISHED_RETRIES:
-                return error.strerror or type(error).__name__
-
-
-def _cache_folder(name: str) -> tuple[Path, list[str]]:
-    """The first writable cache folder ``name`` and, for each root passed over, where and why."""
-    passed = []
-    for root in _candidate_roots():
-        why = _unwritable(root / name)
-        if why is None:
-            no_home = home_folder()[1]
-            if passed and no_home and root == temp_data_dir() / "cache":
-                passed.append(f"no usable home folder ({no_home})")
-            return root / name, passed
-        passed.append(f"{root.parent} ({why})")
-    raise DownloadError(f"{name}: no folder to keep the download in: cannot write to " + "; ".join(passed))
-
-
 def cache_dir(name_or_dataset) -> Path:
     """Where the dataset's cache is kept (created if need be): under the data directory, else the user
     cache ~/.cache/pagerank-on-the-gpu, else pagerank-on-the-gpu-<user id> in the temp directory."""
-    return _cache_folder(dataset(name_or_dataset).name)[0]
+    return store.cache_folder(dataset(name_or_dataset).name)[0]
 
 
 # --- checking what arrived ------------------------------------------------------------------------
@@ -260,17 +187,12 @@ def _statistics_file(path: str) -> dict[str, dict]:
         unknown = sorted(set(entry) - set(STATISTICS) - {DISPLAY_NAME})
         bad = [k for k, v in entry.items() if k != DISPLAY_NAME and v is not None
                and (isinstance(v, bool) or not isinstance(v, int) or v < 0)]
-        if unknown or bad or not _fit_name(entry.get(DISPLAY_NAME, "-")):
+        if unknown or bad or not store.fit_name(entry.get(DISPLAY_NAME, "-")):
             problem = (f"unknown statistics {unknown}" if unknown else f"non-integer values for {bad}" if bad
                        else f"a {DISPLAY_NAME!r} that is not one line of at most {MAX_NAME} printable "
                             f"characters")
             raise SettingError(f"${STATISTICS_VARIABLE}={path!r}: entry {name!r} has {problem}; {usage}")
     return table
-
-
-def _fit_name(name) -> bool:
-    """Whether a graph's name read from a file is one line of at most MAX_NAME printable characters."""
-    return isinstance(name, str) and bool(name.strip()) and name.isprintable() and len(name) <= MAX_NAME
 
 
 def expected_statistics(name_or_dataset) -> tuple[dict[str, int], str, str | None]:
@@ -333,117 +255,8 @@ def _check(ds: Dataset, path: Path, frames: int) -> tuple[Graph, dict]:
 
 # --- the parsed-graph cache: graph.npz and info.json ------------------------------------------------
 
-class _Unusable(Exception):
-    """The cache is there but cannot be used; says why."""
-
-
-def _save(graph: Graph, folder: Path, info: dict, keys=ARRAYS) -> None:
-    digest = save_npz(graph, folder / "graph.npz", keys)          # the arrays first: an info.json never
-    info = {"format": CACHE_FORMAT, **info, "arrays_sha256": digest}      # describes arrays not there yet
-    write_atomically(folder / "info.json", lambda f: f.write(json.dumps(info, indent=1).encode()))
-
-
-def _read_info(folder: Path) -> dict | None:
-    """info.json as a dict; None where it is missing; _Unusable where it is there but not a usable record."""
-    try:
-        with open_regular(folder / "info.json") as f:
-            info = json.loads(f.read(1 << 20))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as error:                  # a FIFO, a folder, a symlink loop, no permission
-        raise _Unusable(f"info.json: {error.strerror or error}") from None
-    except (ValueError, RecursionError) as error:      # RecursionError: JSON nested deeper than Python goes
-        raise _Unusable(f"info.json unreadable ({type(error).__name__}: {str(error)[:100]})") from None
-    if not isinstance(info, dict):
-        raise _Unusable(f"info.json holds a {type(info).__name__}, not a record")
-    return info
-
-
-def _cached_graph(folder: Path, record: dict, keys=ARRAYS) -> Graph | None:
-    """The graph cached in ``folder``, or None where there is none; _Unusable, saying why, where one is
-    there but its info.json differs from ``record`` or its arrays fail a check (graphfiles.load_npz)."""
-    info = _read_info(folder)
-    if info is None:
-        return None
-    n, m, digest = info.get("vertices"), info.get("edges"), info.get("arrays_sha256")
-    shown = info.get("graph_name", info.get("name"))
-    if info.get("format") != CACHE_FORMAT:
-        raise _Unusable(f"cache format {info.get('format')!r}, this version writes {CACHE_FORMAT}")
-    if any(info.get(key) != value for key, value in record.items()):
-        raise _Unusable("it describes another dataset or version")
-    if not (all(isinstance(v, int) and not isinstance(v, bool) for v in (n, m)) and 0 < n and 0 <= m <= n * n
-            and isinstance(digest, str) and _fit_name(shown)):
-        raise _Unusable("info.json lacks the counts, the content hash or the graph's name")
-    try:
-        return load_npz(folder / "graph.npz", n, m, sha256=digest, name=shown, keys=keys)
-    except GraphFormatError as error:
-        raise _Unusable(str(error)) from None
-    except OSError as error:                  # a FIFO or a folder where graph.npz should be, ...
-        raise _Unusable(f"{Path(error.filename or 'graph.npz').name}: {error.strerror or error}") from None
-    except Exception as error:                # noqa: BLE001: any damage (BadZipFile, EOFError, ...)
-        raise _Unusable(f"{type(error).__name__}: {str(error)[:100]}") from None
-
 
 # --- staging folders, named after the process that owns them ------------------------------------------
-
-_STAGING = re.compile(r"\.download-([0-9]+)-([0-9]+)-([0-9a-f]{12})-")    # pid, start time, machine
-
-
-def _process_stat(pid: int) -> list[bytes] | None:
-    """The fields of /proc/<pid>/stat after the command's name (the state first), None where there is none."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields if len(fields) > 19 else None
-
-
-@functools.cache
-def _machine() -> str | None:
-    """This boot and pid namespace, hashed: pids are compared only within it; None without /proc."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
-            boot = f.read().strip()
-        namespace = os.readlink("/proc/self/ns/pid").encode()
-    except OSError:
-        return None
-    return hashlib.sha256(boot + b"/" + namespace).hexdigest()[:12]
-
-
-def _owner_tag(pid: int) -> str | None:
-    """'<pid>-<start time>-<machine>' of a running process (still its own after the pid is reused), or None."""
-    fields, machine = _process_stat(pid), _machine()
-    return None if fields is None or machine is None else f"{pid}-{int(fields[19])}-{machine}"
-
-
-def _abandoned(staging: Path) -> bool:
-    """Whether a staging folder's owner is gone (ended, or its pid names another process now); one whose
-    owner cannot be checked (no /proc, another machine, an older name) is, once a day old."""
-    owner = _STAGING.match(staging.name)
-    if owner and owner[3] == _machine():
-        fields = _process_stat(int(owner[1]))
-        if fields is not None:
-            return fields[0] in (b"Z", b"X") or int(fields[19]) != int(owner[2])     # a zombie has ended
-        try:
-            os.kill(int(owner[1]), 0)          # no /proc entry: gone, unless /proc hides other users'
-        except ProcessLookupError:
-            return True
-        except OSError:
-            pass
-    return time.time() - staging.stat().st_mtime > STALE_STAGING
-
-
-def _remove_abandoned(folder: Path) -> None:
-    """Remove the staging folders in ``folder`` whose owner is gone (a download killed midway)."""
-    try:
-        found = list(folder.glob(".download-*"))
-    except OSError:                           # a folder that cannot be looked at (a name too long, ...)
-        return
-    for staging in found:
-        with contextlib.suppress(OSError):    # gone already, or it cannot be looked at
-            if _abandoned(staging):
-                shutil.rmtree(staging, ignore_errors=True)
 
 
 class _Vanished(Exception):
@@ -460,7 +273,7 @@ def _download(ds: Dataset, folder: Path, raw: Path, limits: dict):
     if urlsplit(url).scheme.lower() == "http":
         say(f"WARNING: {ds.name}: {shown} is plain http://: the transfer is not authenticated; only the checks "
             f"of counts and structure below can catch an altered file")
-    tag = _owner_tag(os.getpid())
+    tag = store.owner_tag(os.getpid())
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".download-{tag}-" if tag else ".download-", dir=folder))
     except FileNotFoundError:
@@ -519,9 +332,9 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
               "max_bytes": (1 << 20) + MAX_BYTES_PER_EDGE * ds.listed_edges}
     record = {"name": ds.name, "vertices": ds.vertices, "listed_edges": ds.listed_edges,
               "directed": ds.directed}
-    _tell_if_passed_over()
-    for root in _candidate_roots():
-        _remove_abandoned(root / ds.name)
+    store.tell_if_passed_over()
+    for root in store.candidate_roots():
+        store.remove_abandoned(root / ds.name)
     for attempt in range(1, VANISHED_RETRIES + 1):
         try:
             return _load(ds, record, limits)
@@ -536,10 +349,10 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
 def _load(ds: Dataset, record: dict, limits: dict) -> Graph:
     """One try of ``load``: the cache, else the file kept, else a download."""
     verbose = limits["verbose"]
-    for root in _candidate_roots():
+    for root in store.candidate_roots():
         try:
-            graph = _cached_graph(root / ds.name, record)
-        except _Unusable as why:
+            graph = store.cached_graph(root / ds.name, record)
+        except store.Unusable as why:
             if verbose:
                 say(f"{ds.name}: the cache in {describe_path(root / ds.name)} cannot be used ({why}); "
                     f"building it again")
@@ -548,11 +361,11 @@ def _load(ds: Dataset, record: dict, limits: dict) -> Graph:
             if verbose:
                 say(f"{graph.name}: loaded from the cache in {describe_path(root / ds.name)}")
             return graph
-    folder, passed = _cache_folder(ds.name)
+    folder, passed = store.cache_folder(ds.name)
     if passed:
         say(f"{ds.name}: cannot write to {'; '.join(passed)}; keeping the cache in "
             f"{describe_path(folder.parent)} instead")
-    raw = next((root / ds.name / ds.filename for root in _candidate_roots()      # kept earlier, maybe in a
+    raw = next((root / ds.name / ds.filename for root in store.candidate_roots()      # kept earlier, maybe in a
                 if _is_file(root / ds.name / ds.filename)), folder / ds.filename)   # folder now read-only
     if not _is_file(raw):
         graph, info = _download(ds, folder, raw, limits)
@@ -586,7 +399,7 @@ def _keep_parsed(graph: Graph, folder: Path | None, info: dict, keys=ARRAYS, ver
     """Cache the parsed graph in ``folder`` (None: nowhere to keep it), or say why it is not kept."""
     try:
         if folder is not None:
-            _save(graph, folder, info, keys)
+            store.save(graph, folder, info, keys)
     except OSError as error:
         if verbose:
             say(f"{graph.name}: not kept in the cache in {describe_path(folder)} ({error.strerror or error}); "
@@ -597,10 +410,10 @@ def cached_info(name_or_dataset="web-Google") -> dict | None:
     """What the cache recorded for a dataset (url, hash seen, counts, statistics, parse time), or None; an
     address recorded with a user name and password (by an older version) is returned without them."""
     ds = dataset(name_or_dataset)
-    for root in _candidate_roots():
+    for root in store.candidate_roots():
         try:
-            info = _read_info(root / ds.name)
-        except _Unusable:
+            info = store.read_info(root / ds.name)
+        except store.Unusable:
             continue
         if info is not None and info.get("format") == CACHE_FORMAT and info.get("name") == ds.name:
             return {**info, "url": redact(info["url"])} if isinstance(info.get("url"), str) else info
@@ -619,12 +432,12 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.
     verbose = check_flag(verbose, "verbose")
     folder = graph = None
     if cache:
-        _tell_if_passed_over()
+        store.tell_if_passed_over()
         try:
-            folder = _cache_folder(f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}")[0]
+            folder = store.cache_folder(f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}")[0]
             record = {"seed": seed, "generator_version": STANDIN_VERSION, "vertices": ds.vertices}
-            graph = _cached_graph(folder, record, STANDIN_ARRAYS)
-        except (DownloadError, _Unusable):    # no folder to keep it in, or a damaged one: generate again
+            graph = store.cached_graph(folder, record, STANDIN_ARRAYS)
+        except (DownloadError, store.Unusable):    # no folder to keep it in, or a damaged one: generate again
             pass
     if graph is not None:
         if verbose:
