@@ -173,7 +173,7 @@ def save_npz(graph: Graph, path: Path, keys=ARRAYS) -> str:
 def load_npz(path: Path, num_vertices: int, num_edges: int, *, sha256: str, name: str,
              keys=ARRAYS) -> Graph:
     """The Graph ``save_npz`` wrote, read from a regular file without pickles once each array's .npy header
-    and the host's memory agree with the counts; then the CSR rules and the content hash (GraphFormatError)."""
+    and the host's memory agree with the counts; then the CSR rules and the hash (GraphFormatError)."""
     n, m = num_vertices, num_edges
     wanted = {"out_offsets": (offsets_dtype(m), n + 1), "out_targets": (np.int32, m),
               "in_offsets": (offsets_dtype(m), n + 1), "in_sources": (np.int32, m),
@@ -231,7 +231,7 @@ def machine() -> str | None:
 
 
 def owner_tag(pid: int) -> str | None:
-    """'<pid>-<start time>-<machine>' of a running process (still its own after the pid is reused), or None."""
+    """'<pid>-<start time>-<machine>' of a running process (its own after the pid is reused), or None."""
     fields, here = _process_stat(pid), machine()
     return None if fields is None or here is None else f"{pid}-{int(fields[19])}-{here}"
 

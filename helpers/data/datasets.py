@@ -236,8 +236,8 @@ def _check(ds: Dataset, path: Path, frames: int) -> tuple[Graph, dict]:
         warn(f"{ds.name}: {problem}", GraphFormatWarning, stacklevel=frames)
     if header.undirected is not None and header.undirected == ds.directed:
         warn(f"{ds.name}: the file's header says {'un' if header.undirected else ''}directed, the registry "
-             f"lists it as {'' if ds.directed else 'un'}directed; read as the registry says", GraphFormatWarning,
-             stacklevel=frames)
+             f"lists it as {'' if ds.directed else 'un'}directed; read as the registry says",
+             GraphFormatWarning, stacklevel=frames)
     who = "SNAP publishes" if source == "SNAP" else f"{source} says"
     start = time.perf_counter()
     found = statistics_of(graph, undirected=not ds.directed)
@@ -271,8 +271,8 @@ def _download(ds: Dataset, folder: Path, raw: Path, limits: dict):
     url = base_url().rstrip("/") + "/" + quote(ds.filename)
     shown = redact(url)                       # the request uses the user name and password, no message does
     if urlsplit(url).scheme.lower() == "http":
-        say(f"WARNING: {ds.name}: {shown} is plain http://: the transfer is not authenticated; only the checks "
-            f"of counts and structure below can catch an altered file")
+        say(f"WARNING: {ds.name}: {shown} is plain http://: the transfer is not authenticated; only the "
+            f"checks of counts and structure below can catch an altered file")
     tag = store.owner_tag(os.getpid())
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".download-{tag}-" if tag else ".download-", dir=folder))
@@ -365,8 +365,8 @@ def _load(ds: Dataset, record: dict, limits: dict) -> Graph:
     if passed:
         say(f"{ds.name}: cannot write to {'; '.join(passed)}; keeping the cache in "
             f"{describe_path(folder.parent)} instead")
-    raw = next((root / ds.name / ds.filename for root in store.candidate_roots()      # kept earlier, maybe in a
-                if _is_file(root / ds.name / ds.filename)), folder / ds.filename)   # folder now read-only
+    raw = next((root / ds.name / ds.filename for root in store.candidate_roots()   # kept earlier, maybe in
+                if _is_file(root / ds.name / ds.filename)), folder / ds.filename)   # a folder now read-only
     if not _is_file(raw):
         graph, info = _download(ds, folder, raw, limits)
     else:
@@ -402,8 +402,9 @@ def _keep_parsed(graph: Graph, folder: Path | None, info: dict, keys=ARRAYS, ver
             store.save(graph, folder, info, keys)
     except OSError as error:
         if verbose:
-            say(f"{graph.name}: not kept in the cache in {describe_path(folder)} ({error.strerror or error}); "
-                f"it is used, but {'generated' if keys != ARRAYS else 'parsed'} again next time")
+            again = "generated" if keys != ARRAYS else "parsed"
+            say(f"{graph.name}: not kept in the cache in {describe_path(folder)} "
+                f"({error.strerror or error}); it is used, but {again} again next time")
 
 
 def cached_info(name_or_dataset="web-Google") -> dict | None:

@@ -224,7 +224,8 @@ def _classify(error: BaseException, transfer: _Transfer, timeout: float, url: st
         coding = _printable(getattr(transfer.response, "headers", {}).get("Content-Encoding"))
         return DownloadError(f"the server's answer could not be decompressed (Content-Encoding: {coding})")
     if _has(causes, "InvalidHeader", "HeaderParsingError"):
-        return DownloadError(f"the server's answer is not valid HTTP (its headers: {scrub(error, url)[:100]})")
+        headers = scrub(error, url)[:100]
+        return DownloadError(f"the server's answer is not valid HTTP (its headers: {headers})")
     short = [c.partial for c in causes if type(c).__name__ == "IncompleteRead" and isinstance(c.partial, int)]
     received = max([transfer.received, *short])        # urllib3's count includes a chunk it dropped
     got = f"{received:,}" + (f" of {transfer.total:,}" if transfer.total is not None else "")
@@ -306,7 +307,7 @@ def _deadline(clock: dict) -> float:
 
 
 def check_limits(retries=3, timeout=60.0, deadline=None, progress=True, verbose=True) -> dict:
-    """A download's limits and flags, checked (ArgumentError): as ``fetch`` and ``datasets.load`` take them."""
+    """A download's limits and flags as ``fetch`` and ``datasets.load`` take them, checked (ArgumentError)."""
     return {"retries": check_integer(retries, "retries", minimum=1),
             "timeout": check_seconds(timeout, "timeout", maximum=MAX_TIMEOUT),
             "deadline": None if deadline is None else check_seconds(deadline, "deadline"),

@@ -179,7 +179,8 @@ def _scan(path: Path, max_lines: int | None) -> int | None:
             edges += lines - blank
             lines += before
             if max_lines is not None and max(edges, lines - 2 * edges) > max_lines:
-                what = "edge lines" if edges > max_lines else "blank or comment lines beyond one per edge line"
+                what = ("edge lines" if edges > max_lines else
+                        "blank or comment lines beyond one per edge line")
                 raise GraphFormatError(f"{path}: more than {max_lines:,} {what}")
     return edges
 
