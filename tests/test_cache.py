@@ -14,7 +14,7 @@ import pytest
 from helpers.data.settings import describe_path
 
 from helpers import course
-from helpers.data import datasets, graphfiles, settings
+from helpers.data import cache, datasets, settings
 from helpers.core.generators import rmat_graph
 from helpers.core.reference import pagerank
 from snapserver import serving, snap_bytes
@@ -60,7 +60,7 @@ def altered(change, *, rehash=False):
         rewrite_npz(folder, arrays)
         if rehash:
             info = json.loads((folder / "info.json").read_text(encoding="utf-8"))
-            info["arrays_sha256"] = graphfiles.arrays_sha256(arrays)
+            info["arrays_sha256"] = cache.arrays_sha256(arrays)
             (folder / "info.json").write_text(json.dumps(info))
     return damage
 
@@ -257,7 +257,7 @@ def test_cache_files_are_replaced_atomically_under_a_concurrent_reader(server, m
     def writer():
         while not stop.is_set():
             record = {k: v for k, v in info.items() if k not in ("format", "arrays_sha256")}
-            datasets._save(first, folder, record)
+            cache.save(first, folder, record)
 
     def reader():
         while not stop.is_set():
@@ -352,12 +352,12 @@ def test_a_file_kept_in_a_folder_now_read_only_is_parsed_not_downloaded(server, 
     first = load()
     folder = datasets.cache_dir(SMALL)
     (folder / "info.json").write_text("[]")                      # e.g. a cache of an older format
-    monkeypatch.setattr(datasets, "_candidate_roots", lambda: [folder.parent, tmp_path / "home" / "cache"])
+    monkeypatch.setattr(cache, "candidate_roots", lambda: [folder.parent, tmp_path / "home" / "cache"])
     folder.chmod(0o555)
     try:
         if os.access(folder, os.W_OK):                           # root: make the folder unusable another way
-            writable = datasets._unwritable
-            monkeypatch.setattr(datasets, "_unwritable",
+            writable = cache.unwritable
+            monkeypatch.setattr(cache, "unwritable",
                                 lambda f: "read-only" if f == folder else writable(f))
         again = load()
     finally:

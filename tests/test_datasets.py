@@ -13,7 +13,7 @@ import pytest
 
 from helpers.data.settings import describe_path
 
-from helpers.data import datasets
+from helpers.data import cache, datasets
 from helpers.core.generators import rmat_graph
 from snapserver import bounded, cached_files, serving, snap_bytes
 
@@ -405,7 +405,7 @@ def test_staging_folders_left_by_interrupted_runs_are_removed(server):
     for staging in (old, young):
         staging.mkdir()
         (staging / SMALL.filename).write_bytes(b"partial")
-    day_ago = time.time() - 2 * datasets.STALE_STAGING
+    day_ago = time.time() - 2 * cache.STALE_STAGING
     os.utime(old, (day_ago, day_ago))
     datasets.load(SMALL, retries=1, progress=False)
     assert not old.exists() and young.exists()                     # a young one may be another download
@@ -429,9 +429,9 @@ def test_a_staging_folder_is_removed_once_its_owner_has_ended_not_before(server)
     folder = datasets.cache_dir(SMALL)
     alive, ended = (subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]) for _ in "ab")
     try:
-        live, dead, own = (staging_of(folder, datasets._owner_tag(pid))
+        live, dead, own = (staging_of(folder, cache.owner_tag(pid))
                            for pid in (alive.pid, ended.pid, os.getpid()))
-        reused = staging_of(folder, f"{alive.pid}-1-{datasets._machine()}")    # its pid, another start
+        reused = staging_of(folder, f"{alive.pid}-1-{cache.machine()}")    # its pid, another start
         ended.kill()
         ended.wait()
         datasets.load(SMALL, retries=1, progress=False)

@@ -477,7 +477,7 @@ def _closed(server, monkeypatch):
 def _library_error(server, monkeypatch):
     import types
 
-    monkeypatch.setattr(download, "_pooch", lambda: types.SimpleNamespace(HTTPDownloader=_Failing))
+    monkeypatch.setattr(download, "pooch", types.SimpleNamespace(HTTPDownloader=_Failing))
 
 
 def _too_big(server, monkeypatch):

@@ -13,8 +13,9 @@ import scipy.sparse as sp
 
 from helpers.core import graph
 from helpers.data import graphfiles
+from helpers.data.cache import arrays_sha256
 from helpers.data.graphfiles import (
-    MAX_LINE_BYTES, NotRegularFileError, arrays_sha256, graph_from_pairs, looks_undirected, open_regular,
+    MAX_LINE_BYTES, NotRegularFileError, graph_from_pairs, looks_undirected, open_regular,
     read_edge_list, read_edge_pairs, read_header, write_edge_list)
 from helpers.core.graph import (
     ArgumentError, GraphFormatError, GraphFormatWarning, GraphTooLargeError, INT32_EDGE_LIMIT, build_bytes,

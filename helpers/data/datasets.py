@@ -1,21 +1,12 @@
 """Real graphs from SNAP: a registry, a checked download into the cache, and an announced offline stand-in.
-
-A download (helpers.data.download: pooch, a per-read timeout, a deadline, a size limit, retries) goes into a
-staging folder and moves into the cache only once its gzip stream, its hash (where one is pinned), its
-vertex and edge counts and its structure (the connected-component sizes SNAP publishes) are right. The
-parsed graph is cached as .npz, written atomically, and used again only after its arrays pass the CSR
-checks and a content hash (helpers.data.graphfiles). A staging folder is named after the process that owns it,
-so that the next load removes one whose owner is gone (killed mid-download). No address is ever shown or
-kept with the user name and password it may carry (download.redact); every message is written so that any
-stream's encoding can take it (progress.say).
+A download is staged in a folder named after its process, checked (gzip, hash, counts, SNAP's published
+structure) and only then cached; the parsed graph is cached as .npz and used again only after its checks.
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -25,29 +16,25 @@ from urllib.parse import quote, urlsplit
 
 from helpers.core.generators import rmat_graph, web_graph
 from helpers.core.graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_flag,
-                                check_integer, check_real, check_seconds, check_seed, statistics_of)
+                                check_integer, check_real, check_seed, statistics_of)
 from helpers.core.progress import say, warn
-from helpers.data.download import MAX_TIMEOUT, DownloadError, IntegrityError, fetch, redact
-from helpers.data.graphfiles import (ARRAYS, graph_from_pairs, load_npz, open_regular, read_edge_pairs,
-                                     read_header, save_npz, write_atomically)
-from helpers.data.settings import (DATA_DIR_VARIABLE, SettingError, data_dir, data_dir_setting, describe_path,
-                                   expand_home, home_folder, temp_data_dir, user_cache_dir)
+from helpers.data import cache as store
+from helpers.data.cache import ARRAYS, CACHE_FORMAT, MAX_NAME, VANISHED_RETRIES
+from helpers.data.download import DownloadError, IntegrityError, check_limits, fetch, redact
+from helpers.data.graphfiles import graph_from_pairs, open_regular, read_edge_pairs, read_header
+from helpers.data.settings import SettingError, describe_path, expand_home
 
 BASE_URL_VARIABLE = "PAGERANK_DATA_URL"
 STATISTICS_VARIABLE = "PAGERANK_DATA_STATISTICS"
 DEFAULT_BASE_URL = "https://snap.stanford.edu/data/"
-CACHE_FORMAT = 2
 BYTES_PER_EDGE_GUESS = 16  # for the deadline until the server sends a size (SNAP's gzip: ~4 per edge)
 MAX_BYTES_PER_EDGE = 64    # a SNAP edge line is at most ~40 bytes: a larger body per edge is not the file
-STALE_STAGING = 24 * 3600  # seconds: a staging folder whose owner cannot be checked is left this long
-VANISHED_RETRIES = 3       # tries of a load (and of a cache folder) that another process deletes under it
 STANDIN_VERSION = 1        # raised whenever a generator changes what it makes for the same seed
 STANDIN_ARRAYS = ARRAYS[:-1]
 STATISTICS = {             # what SNAP's dataset pages publish, in SNAP's words
     "edges": "edges", "wcc_nodes": "nodes in the largest WCC", "wcc_edges": "edges in the largest WCC",
     "scc_nodes": "nodes in the largest SCC", "scc_edges": "edges in the largest SCC"}
 DISPLAY_NAME = "name"      # in a $PAGERANK_DATA_STATISTICS entry: what the served file is (the Graph's name)
-MAX_NAME = 200             # characters in a graph's name taken from a file (a statistics file, info.json)
 
 
 class UnknownDatasetError(KeyError):
@@ -55,16 +42,14 @@ class UnknownDatasetError(KeyError):
 
 
 class URLSettingError(SettingError, DownloadError):
-    """$PAGERANK_DATA_URL is not an http(s) address: nothing can be downloaded, so ``load_or_standin`` falls
-    back (announced, naming the variable); a SettingError and a DownloadError both."""
+    """$PAGERANK_DATA_URL is not an http(s) address: a SettingError, and a DownloadError (so
+    ``load_or_standin`` falls back, announced)."""
 
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """Statistics SNAP publishes for a dataset, counted as SNAP counts them: distinct edges (for an
-    undirected graph a pair once), and the nodes and edges (both ends inside) of the largest weakly and
-    strongly connected components. SNAP publishes no checksum; these catch a file altered with the same
-    counts. None: not confirmed from a source, so not checked."""
+    """Statistics SNAP publishes for a dataset, counted as SNAP counts them (distinct edges; nodes and edges
+    of the largest weakly and strongly connected components). None: not confirmed, so not checked."""
 
     edges: int | None = None
     wcc_nodes: int | None = None
@@ -110,26 +95,22 @@ class Dataset:
         return redact(base.rstrip("/") + "/" + self.filename)
 
 
-# The published numbers, copied from SNAP's dataset pages (see data/README.md for the copies they were
-# confirmed against). SNAP counts the edges of its graph object: duplicates merged, self-loops kept, which
-# is the course's edge policy; for the undirected ego-Facebook, an edge is an unordered pair.
-DATASETS = {d.name: d for d in [
-    Dataset("web-Google", "web-Google.txt.gz", True, 875_713, 5_105_039,
-            description="web pages and hyperlinks released by Google in 2002 (primary course graph)",
-            fingerprint=Fingerprint(5_105_039, 855_802, 5_066_842, 434_818, 3_419_124,
-                                    "https://snap.stanford.edu/data/web-Google.html")),
-    Dataset("ego-Facebook", "facebook_combined.txt.gz", False, 4_039, 88_234,
-            description="Facebook friendships from survey participants (undirected)",
-            fingerprint=Fingerprint(88_234, 4_039, 88_234, 4_039, 88_234,
-                                    "https://snap.stanford.edu/data/ego-Facebook.html")),
-    Dataset("Wiki-Vote", "wiki-Vote.txt.gz", True, 7_115, 103_689,
-            description="who voted for whom in Wikipedia administrator elections",
-            fingerprint=Fingerprint(103_689, 7_066, 103_663, 1_300, 39_456,
-                                    "https://snap.stanford.edu/data/wiki-Vote.html")),
-    Dataset("soc-LiveJournal1", "soc-LiveJournal1.txt.gz", True, 4_847_571, 68_993_773,
-            description="LiveJournal friendship links (for scale)",
-            fingerprint=Fingerprint(68_993_773, 4_843_953, 68_983_820, 3_828_682, 65_825_429,
-                                    "https://snap.stanford.edu/data/soc-LiveJournal1.html")),
+# The published numbers, copied from SNAP's dataset pages (data/README.md says where each was confirmed).
+# SNAP counts the edges of its graph object: duplicates merged, self-loops kept (the course's edge policy);
+# for the undirected ego-Facebook an edge is an unordered pair. Each: name, file, directed, vertices, listed
+# edges, SNAP's page, the Fingerprint's statistics, description.
+DATASETS = {name: Dataset(name, f"{file}.txt.gz", directed, vertices, listed, description=description,
+                          fingerprint=Fingerprint(*stats, f"https://snap.stanford.edu/data/{page}.html"))
+            for name, file, directed, vertices, listed, page, stats, description in [
+    ("web-Google", "web-Google", True, 875_713, 5_105_039, "web-Google",
+     (5_105_039, 855_802, 5_066_842, 434_818, 3_419_124),
+     "web pages and hyperlinks released by Google in 2002 (primary course graph)"),
+    ("ego-Facebook", "facebook_combined", False, 4_039, 88_234, "ego-Facebook",
+     (88_234, 4_039, 88_234, 4_039, 88_234), "Facebook friendships from survey participants (undirected)"),
+    ("Wiki-Vote", "wiki-Vote", True, 7_115, 103_689, "wiki-Vote", (103_689, 7_066, 103_663, 1_300, 39_456),
+     "who voted for whom in Wikipedia administrator elections"),
+    ("soc-LiveJournal1", "soc-LiveJournal1", True, 4_847_571, 68_993_773, "soc-LiveJournal1",
+     (68_993_773, 4_843_953, 68_983_820, 3_828_682, 65_825_429), "LiveJournal friendship links (for scale)"),
 ]}
 
 
@@ -153,18 +134,14 @@ def _is_file(path: Path) -> bool:
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
     with open_regular(path) as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 # --- where downloads come from and where the cache is ----------------------------------------------
 
 def base_url() -> str:
-    """The address downloads come from: $PAGERANK_DATA_URL if set, else SNAP's. Only https:// and http://
-    addresses are accepted; anything else raises URLSettingError naming the variable and what is allowed."""
+    """$PAGERANK_DATA_URL if set, else SNAP's address; URLSettingError for one that is not http(s)."""
     raw = os.environ.get(BASE_URL_VARIABLE)
     if raw is None or not raw.strip():
         return DEFAULT_BASE_URL
@@ -180,8 +157,7 @@ def base_url() -> str:
         try:
             parts = urlsplit(value)
             parts.port                                 # raises on a malformed port
-            if not parts.hostname:
-                problem = "it names no host"
+            problem = None if parts.hostname else "it names no host"
         except ValueError as error:
             problem = "it is not a valid address" + ("" if "@" in value else f" ({error})")   # no password
     if problem:
@@ -189,84 +165,10 @@ def base_url() -> str:
     return value
 
 
-def _candidate_roots() -> list[Path]:
-    """Cache roots in order of preference: the data directory's cache/, the user cache (~/.cache/...), the
-    fallback in the temp folder (settings.temp_data_dir: where there is no usable home, the user cache too)."""
-    roots = []
-    try:
-        roots.append(data_dir() / "cache")
-    except OSError:                           # data_dir() creates the folder and fails where it cannot
-        try:
-            configured = data_dir_setting()
-        except OSError:                       # a '~user' that names no one
-            configured = None
-        if configured is not None:
-            roots.append(configured / "cache")
-    roots += [user_cache_dir() / "cache", temp_data_dir() / "cache"]
-    return list(dict.fromkeys(roots))
-
-
-_TOLD: set[str] = set()      # what was already said about settings passed over, once per process
-
-
-def _tell_if_passed_over() -> None:
-    """Print, once per process and reason, what the cache passes over where nothing else would say so: a
-    $PAGERANK_DATA_DIR that cannot even be looked at (a '~user' that names no one, a '~' with no usable
-    home), and a home folder that cannot be used where the cache goes to the temporary folder instead."""
-    why = []
-    try:
-        data_dir_setting()
-    except OSError as error:
-        why.append(f"${DATA_DIR_VARIABLE}={os.environ.get(DATA_DIR_VARIABLE, '')!r} cannot be used "
-                   f"({error.strerror or error})")
-    home, no_home = home_folder()
-    if not why and home is not None:          # the usual case: nothing passed over, nothing to say
-        return
-    first = _candidate_roots()[0]
-    if home is None and first == temp_data_dir() / "cache" and not any(no_home in w for w in why):
-        why.append(f"no usable home folder ({no_home})")
-    said = "; ".join(why) + f"; the cache is kept in {describe_path(first.parent)} instead"
-    if why and said not in _TOLD:
-        _TOLD.add(said)
-        say(said)
-
-
-def _unwritable(folder: Path) -> str | None:
-    """None if files can be written in ``folder`` (created if need be), else why not; a folder another
-    process deletes between its creation and the test write is created again (a few times)."""
-    for attempt in range(VANISHED_RETRIES):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryFile(dir=folder):
-                pass
-            return None
-        except FileNotFoundError as error:
-            if attempt + 1 == VANISHED_RETRIES:
-                return error.strerror or type(error).__name__
-        except OSError as error:
-            return error.strerror or type(error).__name__
-
-
-def _cache_folder(name: str) -> tuple[Path, list[str]]:
-    """The first writable cache folder ``name`` and, for each root passed over, where and why (and, where
-    the temp folder is reached, that there is no usable home folder)."""
-    passed = []
-    for root in _candidate_roots():
-        why = _unwritable(root / name)
-        if why is None:
-            no_home = home_folder()[1]
-            if passed and no_home and root == temp_data_dir() / "cache":
-                passed.append(f"no usable home folder ({no_home})")
-            return root / name, passed
-        passed.append(f"{root.parent} ({why})")
-    raise DownloadError(f"{name}: no folder to keep the download in: cannot write to " + "; ".join(passed))
-
-
 def cache_dir(name_or_dataset) -> Path:
-    """Where the dataset's cache is kept (created if need be): under the data directory, or, where that
-    cannot be written, the user cache ~/.cache/pagerank-on-the-gpu, or (no usable home either) the folder
-    pagerank-on-the-gpu-<user id> in the temp directory."""
-    return _cache_folder(dataset(name_or_dataset).name)[0]
+    """Where the dataset's cache is kept (created if need be): under the data directory, else the user
+    cache ~/.cache/pagerank-on-the-gpu, else pagerank-on-the-gpu-<user id> in the temp directory."""
+    return store.cache_folder(dataset(name_or_dataset).name)[0]
 
 
 # --- checking what arrived ------------------------------------------------------------------------
@@ -285,9 +187,7 @@ def _statistics_file(path: str) -> dict[str, dict]:
         unknown = sorted(set(entry) - set(STATISTICS) - {DISPLAY_NAME})
         bad = [k for k, v in entry.items() if k != DISPLAY_NAME and v is not None
                and (isinstance(v, bool) or not isinstance(v, int) or v < 0)]
-        shown = entry.get(DISPLAY_NAME, "-")
-        named = isinstance(shown, str) and shown.strip() and shown.isprintable() and len(shown) <= MAX_NAME
-        if unknown or bad or not named:
+        if unknown or bad or not store.fit_name(entry.get(DISPLAY_NAME, "-")):
             problem = (f"unknown statistics {unknown}" if unknown else f"non-integer values for {bad}" if bad
                        else f"a {DISPLAY_NAME!r} that is not one line of at most {MAX_NAME} printable "
                             f"characters")
@@ -297,20 +197,17 @@ def _statistics_file(path: str) -> dict[str, dict]:
 
 def expected_statistics(name_or_dataset) -> tuple[dict[str, int], str, str | None]:
     """The statistics a download must match, who says so, and the name its graph gets if not the dataset's:
-    SNAP's published statistics from the registry (no name), or, where $PAGERANK_DATA_STATISTICS names a
-    JSON file with an entry for the dataset, that entry instead (for tests that serve generated files: its
-    "name" says what the file is; announced, since it replaces SNAP's numbers)."""
+    SNAP's from the registry, or (announced) the dataset's entry in the file $PAGERANK_DATA_STATISTICS
+    names, for tests that serve generated files."""
     ds = dataset(name_or_dataset)
     path = os.environ.get(STATISTICS_VARIABLE)
-    if path:
-        table = _statistics_file(path)
-        if ds.name in table:
-            say(f"NOTE: {ds.name}: integrity statistics taken from {describe_path(path)} "
-                f"(${STATISTICS_VARIABLE}) instead of SNAP's published ones")
-            entry = table[ds.name]
-            return ({k: v for k, v in entry.items() if k != DISPLAY_NAME and v is not None}, path,
-                    entry.get(DISPLAY_NAME))
-    return (ds.fingerprint.pinned() if ds.fingerprint else {}), "SNAP", None
+    entry = _statistics_file(path).get(ds.name) if path else None
+    if entry is None:
+        return (ds.fingerprint.pinned() if ds.fingerprint else {}), "SNAP", None
+    say(f"NOTE: {ds.name}: integrity statistics taken from {describe_path(path)} (${STATISTICS_VARIABLE}) "
+        f"instead of SNAP's published ones")
+    return ({k: v for k, v in entry.items() if k != DISPLAY_NAME and v is not None}, path,
+            entry.get(DISPLAY_NAME))
 
 
 def _check(ds: Dataset, path: Path, frames: int) -> tuple[Graph, dict]:
@@ -339,8 +236,8 @@ def _check(ds: Dataset, path: Path, frames: int) -> tuple[Graph, dict]:
         warn(f"{ds.name}: {problem}", GraphFormatWarning, stacklevel=frames)
     if header.undirected is not None and header.undirected == ds.directed:
         warn(f"{ds.name}: the file's header says {'un' if header.undirected else ''}directed, the registry "
-             f"lists it as {'' if ds.directed else 'un'}directed; read as the registry says", GraphFormatWarning,
-             stacklevel=frames)
+             f"lists it as {'' if ds.directed else 'un'}directed; read as the registry says",
+             GraphFormatWarning, stacklevel=frames)
     who = "SNAP publishes" if source == "SNAP" else f"{source} says"
     start = time.perf_counter()
     found = statistics_of(graph, undirected=not ds.directed)
@@ -349,131 +246,17 @@ def _check(ds: Dataset, path: Path, frames: int) -> tuple[Graph, dict]:
     if wrong:
         raise IntegrityError(f"{ds.name}: the structure differs: " + "; ".join(wrong) +
                              "; the file was altered or is another version")
-    info = {"sha256": seen, "sha256_pinned": ds.sha256 is not None, "vertices": graph.num_vertices,
-            "listed_edges": listed, "edges": graph.num_edges, "graph_name": graph.name,
-            "parse_seconds": round(parse_s, 3), "statistics": found, "statistics_checked": sorted(expected),
-            "statistics_source": source, "check_seconds": round(time.perf_counter() - start, 3)}
-    return graph, info
+    return graph, {"sha256": seen, "sha256_pinned": ds.sha256 is not None, "vertices": graph.num_vertices,
+                   "listed_edges": listed, "edges": graph.num_edges, "graph_name": graph.name,
+                   "parse_seconds": round(parse_s, 3), "statistics": found,
+                   "statistics_checked": sorted(expected), "statistics_source": source,
+                   "check_seconds": round(time.perf_counter() - start, 3)}
 
 
 # --- the parsed-graph cache: graph.npz and info.json ------------------------------------------------
 
-class _Unusable(Exception):
-    """The cache is there but cannot be used; says why."""
-
-
-def _save(graph: Graph, folder: Path, info: dict, keys=ARRAYS) -> None:
-    digest = save_npz(graph, folder / "graph.npz", keys)          # the arrays first: an info.json never
-    info = {"format": CACHE_FORMAT, **info, "arrays_sha256": digest}      # describes arrays not there yet
-    write_atomically(folder / "info.json", lambda f: f.write(json.dumps(info, indent=1).encode()))
-
-
-def _read_info(folder: Path) -> dict | None:
-    """info.json as a dict; None where it is missing; _Unusable where it is there but not a usable record."""
-    try:
-        with open_regular(folder / "info.json") as f:
-            info = json.loads(f.read(1 << 20))
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as error:                  # a FIFO, a folder, a symlink loop, no permission
-        raise _Unusable(f"info.json: {error.strerror or error}") from None
-    except (ValueError, RecursionError) as error:      # RecursionError: JSON nested deeper than Python goes
-        raise _Unusable(f"info.json unreadable ({type(error).__name__}: {str(error)[:100]})") from None
-    if not isinstance(info, dict):
-        raise _Unusable(f"info.json holds a {type(info).__name__}, not a record")
-    return info
-
-
-def _cached_graph(folder: Path, record: dict, keys=ARRAYS) -> Graph | None:
-    """The graph cached in ``folder``, or None where there is none; _Unusable, saying why, where one is
-    there but its info.json differs from ``record`` or its arrays fail a check (graphfiles.load_npz)."""
-    info = _read_info(folder)
-    if info is None:
-        return None
-    n, m, digest = info.get("vertices"), info.get("edges"), info.get("arrays_sha256")
-    shown = info.get("graph_name", info.get("name"))
-    if info.get("format") != CACHE_FORMAT:
-        raise _Unusable(f"cache format {info.get('format')!r}, this version writes {CACHE_FORMAT}")
-    if any(info.get(key) != value for key, value in record.items()):
-        raise _Unusable("it describes another dataset or version")
-    if not (all(isinstance(v, int) and not isinstance(v, bool) for v in (n, m)) and 0 < n and 0 <= m <= n * n
-            and isinstance(digest, str) and isinstance(shown, str) and shown.isprintable()
-            and len(shown) <= MAX_NAME):
-        raise _Unusable("info.json lacks the counts, the content hash or the graph's name")
-    try:
-        return load_npz(folder / "graph.npz", n, m, sha256=digest, name=shown, keys=keys)
-    except GraphFormatError as error:
-        raise _Unusable(str(error)) from None
-    except OSError as error:                  # a FIFO or a folder where graph.npz should be, ...
-        raise _Unusable(f"{Path(error.filename or 'graph.npz').name}: {error.strerror or error}") from None
-    except Exception as error:                # noqa: BLE001: any damage (BadZipFile, EOFError, ...)
-        raise _Unusable(f"{type(error).__name__}: {str(error)[:100]}") from None
-
 
 # --- staging folders, named after the process that owns them ------------------------------------------
-
-_STAGING = re.compile(r"\.download-([0-9]+)-([0-9]+)-([0-9a-f]{12})-")    # pid, start time, machine
-
-
-def _process_stat(pid: int) -> list[bytes] | None:
-    """The fields of /proc/<pid>/stat after the command's name (the state first), None where there is none."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields if len(fields) > 19 else None
-
-
-@functools.cache
-def _machine() -> str | None:
-    """This boot and process namespace, hashed: pids are compared only within it (not across machines or
-    containers sharing the cache). None where it cannot be told (no /proc: not Linux)."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", "rb") as f:
-            boot = f.read().strip()
-        namespace = os.readlink("/proc/self/ns/pid").encode()
-    except OSError:
-        return None
-    return hashlib.sha256(boot + b"/" + namespace).hexdigest()[:12]
-
-
-def _owner_tag(pid: int) -> str | None:
-    """'<pid>-<start time>-<machine>' of a running process, which still names it after its pid is reused;
-    None where it cannot be told."""
-    fields, machine = _process_stat(pid), _machine()
-    return None if fields is None or machine is None else f"{pid}-{int(fields[19])}-{machine}"
-
-
-def _abandoned(staging: Path) -> bool:
-    """Whether a staging folder's owner is gone (its process ended, or its pid names another process now);
-    one whose owner cannot be checked (no /proc, another machine, an older name) is, once a day old."""
-    owner = _STAGING.match(staging.name)
-    if owner and owner[3] == _machine():
-        fields = _process_stat(int(owner[1]))
-        if fields is not None:
-            return fields[0] in (b"Z", b"X") or int(fields[19]) != int(owner[2])     # a zombie has ended
-        try:
-            os.kill(int(owner[1]), 0)          # no /proc entry: gone, unless /proc hides other users'
-        except ProcessLookupError:
-            return True
-        except OSError:
-            pass
-    return time.time() - staging.stat().st_mtime > STALE_STAGING
-
-
-def _remove_abandoned(folder: Path) -> None:
-    """Remove the staging folders in ``folder`` whose owner is gone (a download killed midway)."""
-    try:
-        found = list(folder.glob(".download-*"))
-    except OSError:                           # a folder that cannot be looked at (a name too long, ...)
-        return
-    for staging in found:
-        try:
-            if _abandoned(staging):
-                shutil.rmtree(staging, ignore_errors=True)
-        except OSError:                       # gone already, or it cannot be looked at
-            pass
 
 
 class _Vanished(Exception):
@@ -482,15 +265,15 @@ class _Vanished(Exception):
 
 # --- the public entry points ----------------------------------------------------------------------
 
-def _download(ds: Dataset, folder: Path, raw: Path, limits: dict, progress: bool, verbose: bool):
+def _download(ds: Dataset, folder: Path, raw: Path, limits: dict):
     """Download into a staging folder named after this process, check, and move the file into the cache
     only once it passed; _Vanished where the staging folder is deleted under it."""
     url = base_url().rstrip("/") + "/" + quote(ds.filename)
     shown = redact(url)                       # the request uses the user name and password, no message does
     if urlsplit(url).scheme.lower() == "http":
-        say(f"WARNING: {ds.name}: {shown} is plain http://: the transfer is not authenticated; only the checks "
-            f"of counts and structure below can catch an altered file")
-    tag = _owner_tag(os.getpid())
+        say(f"WARNING: {ds.name}: {shown} is plain http://: the transfer is not authenticated; only the "
+            f"checks of counts and structure below can catch an altered file")
+    tag = store.owner_tag(os.getpid())
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".download-{tag}-" if tag else ".download-", dir=folder))
     except FileNotFoundError:
@@ -499,12 +282,11 @@ def _download(ds: Dataset, folder: Path, raw: Path, limits: dict, progress: bool
         raise DownloadError(f"{ds.name}: cannot stage the download in {folder} "
                             f"({error.strerror or error})") from None
     try:
-        if verbose:
+        if limits["verbose"]:
             say(f"{ds.name}: downloading {shown}")
         fetched = staging / ds.filename
         try:
-            fetch(url, fetched, name=ds.name, size_guess=BYTES_PER_EDGE_GUESS * ds.listed_edges, **limits,
-                  progress=progress, verbose=verbose)
+            fetch(url, fetched, name=ds.name, size_guess=BYTES_PER_EDGE_GUESS * ds.listed_edges, **limits)
         except DownloadError:
             if not staging.is_dir():
                 raise _Vanished(f"the staging folder in {describe_path(folder)} was removed") from None
@@ -542,27 +324,20 @@ def _check_kept(ds: Dataset, path: Path, frames: int) -> tuple[Graph, dict]:
 
 def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.0, progress: bool = True,
          verbose: bool = True, deadline: float | None = None) -> Graph:
-    """The dataset as a Graph: from the cache if there, else downloaded, checked and cached.
-
-    ``retries`` attempts at most; ``timeout`` seconds to connect and for any one read; ``deadline`` seconds
-    for the whole download, retries included (default: 120 s plus the size at 10 kB/s). Raises
-    DownloadError (nothing fetched) or IntegrityError (fetched but wrong); neither leaves a file in the
-    cache. Where another process deletes the cache meanwhile, the load starts again (a few times at most).
-    """
+    """The dataset as a Graph: from the cache if there, else downloaded (``retries`` attempts, ``timeout``
+    seconds per read, ``deadline`` for it all), checked and cached. DownloadError (nothing fetched) or
+    IntegrityError (fetched but wrong) leave no file in the cache. A cache deleted meanwhile: tried again."""
     ds = dataset(name_or_dataset)
-    limits = {"retries": check_integer(retries, "retries", minimum=1),
-              "timeout": check_seconds(timeout, "timeout", maximum=MAX_TIMEOUT),
-              "deadline": None if deadline is None else check_seconds(deadline, "deadline"),
+    limits = {**check_limits(retries, timeout, deadline, progress, verbose),
               "max_bytes": (1 << 20) + MAX_BYTES_PER_EDGE * ds.listed_edges}
-    progress, verbose = check_flag(progress, "progress"), check_flag(verbose, "verbose")
     record = {"name": ds.name, "vertices": ds.vertices, "listed_edges": ds.listed_edges,
               "directed": ds.directed}
-    _tell_if_passed_over()
-    for root in _candidate_roots():
-        _remove_abandoned(root / ds.name)
+    store.tell_if_passed_over()
+    for root in store.candidate_roots():
+        store.remove_abandoned(root / ds.name)
     for attempt in range(1, VANISHED_RETRIES + 1):
         try:
-            return _load(ds, record, limits, progress, verbose)
+            return _load(ds, record, limits)
         except _Vanished as vanished:
             if verbose and attempt < VANISHED_RETRIES:
                 say(f"{ds.name}: {vanished} (another process deleting the cache?); loading again")
@@ -571,12 +346,13 @@ def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.
                         f"times): is another process deleting it?")
 
 
-def _load(ds: Dataset, record: dict, limits: dict, progress: bool, verbose: bool) -> Graph:
+def _load(ds: Dataset, record: dict, limits: dict) -> Graph:
     """One try of ``load``: the cache, else the file kept, else a download."""
-    for root in _candidate_roots():
+    verbose = limits["verbose"]
+    for root in store.candidate_roots():
         try:
-            graph = _cached_graph(root / ds.name, record)
-        except _Unusable as why:
+            graph = store.cached_graph(root / ds.name, record)
+        except store.Unusable as why:
             if verbose:
                 say(f"{ds.name}: the cache in {describe_path(root / ds.name)} cannot be used ({why}); "
                     f"building it again")
@@ -585,14 +361,14 @@ def _load(ds: Dataset, record: dict, limits: dict, progress: bool, verbose: bool
             if verbose:
                 say(f"{graph.name}: loaded from the cache in {describe_path(root / ds.name)}")
             return graph
-    folder, passed = _cache_folder(ds.name)
+    folder, passed = store.cache_folder(ds.name)
     if passed:
         say(f"{ds.name}: cannot write to {'; '.join(passed)}; keeping the cache in "
             f"{describe_path(folder.parent)} instead")
-    raw = next((root / ds.name / ds.filename for root in _candidate_roots()      # kept earlier, maybe in a
-                if _is_file(root / ds.name / ds.filename)), folder / ds.filename)   # folder now read-only
+    raw = next((root / ds.name / ds.filename for root in store.candidate_roots()   # kept earlier, maybe in
+                if _is_file(root / ds.name / ds.filename)), folder / ds.filename)   # a folder now read-only
     if not _is_file(raw):
-        graph, info = _download(ds, folder, raw, limits, progress, verbose)
+        graph, info = _download(ds, folder, raw, limits)
     else:
         try:
             graph, info = _check_kept(ds, raw, frames=5)            # load > _load > _check_kept
@@ -606,32 +382,39 @@ def _load(ds: Dataset, record: dict, limits: dict, progress: bool, verbose: bool
             raise IntegrityError(f"{error} (the cached file {raw} {what})") from None
         info = {"url": ds.url, **info}
     info = {**record, **info}
-    try:
-        _save(graph, folder, info)
-    except OSError as error:
-        say(f"{ds.name}: could not write the parsed graph to {describe_path(folder)} "
-            f"({error.strerror or error}); it is used, but not cached")
+    _keep_parsed(graph, folder, info)
     if verbose:
-        pinned = ("matches the pinned hash" if ds.sha256 else
-                  "no hash is pinned for it; counts and structure were checked")
         found, source = info["statistics"], info["statistics_source"]
         checked = ("nothing pinned to check them against" if not info["statistics_checked"] else
                    "as SNAP publishes" if source == "SNAP" else f"as {describe_path(source)} says")
         say(f"{graph.name}: {graph.num_vertices:,} vertices, {ds.listed_edges:,} listed edges, parsed in "
-            f"{info['parse_seconds']:.1f} s; sha256 {info['sha256']} ({pinned})")
+            f"{info['parse_seconds']:.1f} s; sha256 {info['sha256']} (" + ("matches the pinned hash)" if
+            ds.sha256 else "no hash is pinned for it; counts and structure were checked)"))
         say(f"{graph.name}: largest WCC {found['wcc_nodes']:,} nodes / {found['wcc_edges']:,} edges, "
             f"largest SCC {found['scc_nodes']:,} / {found['scc_edges']:,} ({checked})")
     return graph
+
+
+def _keep_parsed(graph: Graph, folder: Path | None, info: dict, keys=ARRAYS, verbose: bool = True) -> None:
+    """Cache the parsed graph in ``folder`` (None: nowhere to keep it), or say why it is not kept."""
+    try:
+        if folder is not None:
+            store.save(graph, folder, info, keys)
+    except OSError as error:
+        if verbose:
+            again = "generated" if keys != ARRAYS else "parsed"
+            say(f"{graph.name}: not kept in the cache in {describe_path(folder)} "
+                f"({error.strerror or error}); it is used, but {again} again next time")
 
 
 def cached_info(name_or_dataset="web-Google") -> dict | None:
     """What the cache recorded for a dataset (url, hash seen, counts, statistics, parse time), or None; an
     address recorded with a user name and password (by an older version) is returned without them."""
     ds = dataset(name_or_dataset)
-    for root in _candidate_roots():
+    for root in store.candidate_roots():
         try:
-            info = _read_info(root / ds.name)
-        except _Unusable:
+            info = store.read_info(root / ds.name)
+        except store.Unusable:
             continue
         if info is not None and info.get("format") == CACHE_FORMAT and info.get("name") == ds.name:
             return {**info, "url": redact(info["url"])} if isinstance(info.get("url"), str) else info
@@ -640,13 +423,9 @@ def cached_info(name_or_dataset="web-Google") -> dict | None:
 
 def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.0, cache: bool = True,
             progress: bool = True, verbose: bool = True) -> Graph:
-    """A generated graph of the dataset's size, named as a stand-in. For web-Google it is the web-like
-    generator (web-Google's published vertex and edge counts, degree maxima and dangling share, ids in
-    crawl order); for the others an R-MAT graph with the dataset's vertex count and listed edge count.
-    Generated once (seconds, with a progress bar) and kept in the cache, checked like a download. A
-    ``fraction`` below 1 (a lecture's test scale) scales both counts and is generated each time (a second
-    at most), quietly."""
-
+    """A generated graph of the dataset's size, named as a stand-in: for web-Google the web-like generator
+    (its published shape), for the others R-MAT. Generated once and cached, checked like a download; a
+    ``fraction`` below 1 (a lecture's test scale) scales both counts and is generated each time, quietly."""
     ds = dataset(name_or_dataset)
     seed = check_seed(seed, rng=False)
     fraction = check_real(fraction, "fraction", low=1e-6, high=1)
@@ -654,12 +433,12 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.
     verbose = check_flag(verbose, "verbose")
     folder = graph = None
     if cache:
-        _tell_if_passed_over()
+        store.tell_if_passed_over()
         try:
-            folder = _cache_folder(f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}")[0]
+            folder = store.cache_folder(f"stand-in-{ds.name}-seed{seed}-v{STANDIN_VERSION}")[0]
             record = {"seed": seed, "generator_version": STANDIN_VERSION, "vertices": ds.vertices}
-            graph = _cached_graph(folder, record, STANDIN_ARRAYS)
-        except (DownloadError, _Unusable):    # no folder to keep it in, or a damaged one: generate again
+            graph = store.cached_graph(folder, record, STANDIN_ARRAYS)
+        except (DownloadError, store.Unusable):    # no folder to keep it in, or a damaged one: generate again
             pass
     if graph is not None:
         if verbose:
@@ -674,26 +453,16 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.
     generate, kind = (web_graph, "web-like graph") if ds.name == "web-Google" else (rmat_graph, "R-MAT")
     graph = generate(n, m, seed=seed, progress=progress,
                      name=f"stand-in for {ds.name}{size} (generated {kind}, {n:,} vertices, {m:,} edges)")
-    if folder is not None:
-        info = {"name": graph.name, "vertices": n, "edges": graph.num_edges, "seed": seed,
-                "generator_version": STANDIN_VERSION}
-        try:
-            _save(graph, folder, info, STANDIN_ARRAYS)
-        except OSError as error:
-            if verbose:
-                say(f"{graph.name}: not kept in the cache ({error.strerror or error}); it will be "
-                    f"generated again")
+    _keep_parsed(graph, folder, {"name": graph.name, "vertices": n, "edges": graph.num_edges, "seed": seed,
+                                 "generator_version": STANDIN_VERSION}, STANDIN_ARRAYS, verbose)
     return graph
 
 
 def load_or_standin(name_or_dataset="web-Google", *, fraction: float = 1.0, download: bool | None = None,
                     **kwargs) -> Graph:
-    """``load``; if the download fails, say so plainly and return the generated stand-in instead. A
-    ``fraction`` below 1 (a lecture's test scale) sizes the stand-in (``standin(fraction=...)``) and, unless
-    ``download`` is True, skips the download: a download is always the whole graph.
-
-    Only a failed download falls back: a file that arrives damaged or altered still raises IntegrityError.
-    """
+    """``load``; where the download fails, say so plainly and return the generated stand-in instead (a
+    damaged or altered file still raises IntegrityError). A ``fraction`` below 1 sizes the stand-in and,
+    unless ``download`` is True, skips the download: a download is always the whole graph."""
     ds = dataset(name_or_dataset)
     fraction = check_real(fraction, "fraction", low=1e-6, high=1)
     if not check_flag(fraction == 1 if download is None else download, "download"):

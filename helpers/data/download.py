@@ -1,8 +1,7 @@
-"""Fetching one file over http(s) through pooch's HTTP downloader (requests underneath): a per-read timeout,
-redirects kept within http(s), a size limit, an overall deadline and retries of what retrying can cure, every
-failure told in the project's own words (DownloadError, IntegrityError) without the libraries' noise.
-An address may carry a user name and password (https://user:password@host/...): the request uses them, and
-no message, error or record ever shows them (``redact``, ``scrub``).
+"""Fetching one file over http(s) with pooch's HTTP downloader (requests underneath): a per-read timeout,
+redirects kept within http(s), a size limit, an overall deadline and retries of what retrying can cure, each
+failure in the course's words (DownloadError, IntegrityError). An address's user name and password are
+used, never shown (``redact``, ``scrub``).
 """
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ import socket
 import ssl
 import threading
 import time
-import warnings
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
@@ -47,9 +45,8 @@ _USERINFO_IN_TEXT = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)[^/?#\s]*@")
 
 
 def _userinfo(url: str) -> tuple[int, int] | None:
-    """Where an address's user name and password lie: (start, end just past their '@'), or None. They run
-    to the last '@' of the host part; a password holding an unescaped '/', '?' or '#' ends that part early
-    (leaving no host[:port] before a '/', or an '@' before any '/'), and then they run on to its '@'."""
+    """(start, end past the '@') of an address's user name and password, or None. A password holding an
+    unescaped '/', '?' or '#' ends the host part early: they then run on to the '@' before the next '/'."""
     found = _AUTHORITY.match(url)
     start, authority, rest = found.start(2), found.group(2), url[found.end():]
     if "@" in authority:
@@ -62,16 +59,14 @@ def _userinfo(url: str) -> tuple[int, int] | None:
 
 
 def redact(url) -> str:
-    """The address without the user name and password it may carry (``_userinfo``), for whatever leaves
-    the process: a message, an error, a record in the cache."""
+    """The address without the user name and password it may carry."""
     url = str(url)
     span = _userinfo(url)
     return url if span is None else url[:span[0]] + url[span[1]:]
 
 
 def scrub(text, url: str = "") -> str:
-    """``text`` (a message, a library's error) without the userinfo of any address written in it, nor that
-    of ``url`` where it appears on its own (a library may print a host part without its scheme)."""
+    """``text`` without the userinfo of any address in it, nor that of ``url`` where it stands alone."""
     text = _USERINFO_IN_TEXT.sub(r"\1", str(text))
     span = _userinfo(url) if url else None
     if span is not None:
@@ -86,8 +81,8 @@ class _Retry(Exception):
 
 
 class _Transfer:
-    """One attempt, shared by the thread that runs pooch's downloader and the caller that watches it: the
-    response hook (every answer, redirects included) and the file-like target the body is written to."""
+    """One attempt, shared by pooch's downloader in its thread and the caller watching it: the response hook
+    (every answer, redirects included) and the file-like target the body is written to."""
 
     def __init__(self, file, limit: int):
         self.file, self.limit = file, limit
@@ -165,28 +160,39 @@ def _causes(error: BaseException) -> list[BaseException]:
     seen, todo = [], [error]
     while todo:
         item = todo.pop(0)
-        if not isinstance(item, BaseException) or any(item is s for s in seen):
-            continue
-        seen.append(item)
-        todo += [getattr(item, "reason", None), item.__cause__, item.__context__, *getattr(item, "args", ())]
+        if isinstance(item, BaseException) and not any(item is s for s in seen):
+            seen.append(item)
+            todo += [getattr(item, "reason", None), item.__cause__, item.__context__, *item.args]
     return seen
 
 
-PLAIN_HTTP_REASONS = {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG",
-                      "UNKNOWN_PROTOCOL", "HTTP_REQUEST", "UNEXPECTED_RECORD"}   # TLS spoken to plain HTTP
+def _has(causes, *kinds) -> bool:
+    """Whether one of ``causes`` is an instance of one of the classes, or of a class of one of the names."""
+    classes = tuple(k for k in kinds if isinstance(k, type))
+    return any(isinstance(c, classes) or type(c).__name__ in kinds for c in causes)
+
+
+PLAIN_HTTP = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "UNKNOWN_PROTOCOL",
+              "HTTP_REQUEST", "UNEXPECTED_RECORD", "wrong version number", "record layer failure",
+              "packet length too long")                       # TLS spoken to plain HTTP: reasons and words
+LOST = (((socket.gaierror, "NameResolutionError"),
+         "the host name could not be resolved (no network, or a wrong address)"),
+        ((ConnectionRefusedError,), "the connection was refused (nothing listens at that address)"),
+        ((ConnectionResetError,), "the connection was reset"),
+        (("RemoteDisconnected", "IncompleteRead"), "the server closed the connection"),
+        (("InvalidChunkLength",), "a chunk of the body did not start with its length"),
+        (("ChunkedEncodingError",), "the body ended before its last chunk"))
 
 
 def _tls_problem(causes) -> str:
     """Why a TLS handshake failed, in words that say what to check."""
-    certificate = next((c for c in causes if isinstance(c, ssl.SSLCertVerificationError)), None)
-    if certificate is not None:
-        why = certificate.verify_message or certificate.reason
-        return (f"the server's TLS certificate was refused ({why}); the address may not be the server it "
-                f"claims to be")
+    refused = next((c for c in causes if isinstance(c, ssl.SSLCertVerificationError)), None)
+    if refused is not None:
+        return (f"the server's TLS certificate was refused ({refused.verify_message or refused.reason}); "
+                f"the address may not be the server it claims to be")
     tls = [c for c in causes if isinstance(c, ssl.SSLError)]
-    text = " ".join(str(c) for c in tls).lower()
-    said = ("wrong version number", "record layer failure", "packet length too long")
-    if any(getattr(c, "reason", None) in PLAIN_HTTP_REASONS for c in tls) or any(w in text for w in said):
+    said = " ".join(f"{c} {getattr(c, 'reason', '')}" for c in tls).lower()
+    if any(word.lower() in said for word in PLAIN_HTTP):
         return ("the server does not speak TLS: it answered an https:// request in plain HTTP; check the "
                 "scheme of the address (a plain-HTTP mirror needs http://)")
     reason = next((c.reason for c in tls if getattr(c, "reason", None)), None)
@@ -195,31 +201,18 @@ def _tls_problem(causes) -> str:
 
 def _connection_problem(causes) -> str:
     """A short, library-free description of why a connection could not be made or was lost."""
-    if any(isinstance(c, socket.gaierror) or type(c).__name__ == "NameResolutionError" for c in causes):
-        return "the host name could not be resolved (no network, or a wrong address)"
-    if any(isinstance(c, ConnectionRefusedError) for c in causes):
-        return "the connection was refused (nothing listens at that address)"
-    if any(isinstance(c, ConnectionResetError) for c in causes):
-        return "the connection was reset"
-    if any(type(c).__name__ in ("RemoteDisconnected", "IncompleteRead") for c in causes):
-        return "the server closed the connection"
-    if any(type(c).__name__ == "InvalidChunkLength" for c in causes):
-        return "a chunk of the body did not start with its length"
-    if any(type(c).__name__ == "ChunkedEncodingError" for c in causes):
-        return "the body ended before its last chunk"
-    system = next((c for c in causes if isinstance(c, OSError) and c.strerror), None)
-    return system.strerror if system is not None else type(causes[-1]).__name__
+    system = next((c.strerror for c in causes if isinstance(c, OSError) and c.strerror), None)
+    return next((text for kinds, text in LOST if _has(causes, *kinds)), system or type(causes[-1]).__name__)
 
 
 def _classify(error: BaseException, transfer: _Transfer, timeout: float, url: str) -> BaseException:
-    """Turn whatever requests raised into _Retry (worth another attempt) or the project's own errors; a
-    library's own text is quoted only without the address's password (scrubbed before it is shortened)."""
-
+    """What requests raised as _Retry (worth another attempt) or the course's own errors; a library's own
+    text is quoted only scrubbed of the address's password."""
     if isinstance(error, (_Retry, DownloadError, IntegrityError)):
         return error
     causes = _causes(error)
-    if any(isinstance(c, ssl.SSLError) for c in causes) and not transfer.answered:
-        if any(isinstance(c, ssl.SSLEOFError) for c in causes):
+    if _has(causes, ssl.SSLError) and not transfer.answered:
+        if _has(causes, ssl.SSLEOFError):
             return _Retry("the server closed the connection during the TLS handshake")
         return DownloadError(_tls_problem(causes))
     status = getattr(getattr(error, "response", None), "status_code", None)
@@ -227,19 +220,18 @@ def _classify(error: BaseException, transfer: _Transfer, timeout: float, url: st
         reason = _printable(error.response.reason)
         answer = f"the server answered HTTP {status}" + (f" ({reason})" if reason else "")
         return _Retry(answer) if status >= 500 or status in (408, 429) else DownloadError(answer)
-    if any(type(c).__name__ in ("ContentDecodingError", "DecodeError") for c in causes):
+    if _has(causes, "ContentDecodingError", "DecodeError"):
         coding = _printable(getattr(transfer.response, "headers", {}).get("Content-Encoding"))
         return DownloadError(f"the server's answer could not be decompressed (Content-Encoding: {coding})")
-    if any(type(c).__name__ in ("InvalidHeader", "HeaderParsingError") for c in causes):
-        return DownloadError(f"the server's answer is not valid HTTP (its headers: {scrub(error, url)[:100]})")
-    short = next((c for c in causes if type(c).__name__ == "IncompleteRead" and isinstance(c.partial, int)),
-                 None)                                       # urllib3's count includes a chunk it dropped
-    received = max(transfer.received, short.partial if short else 0)
+    if _has(causes, "InvalidHeader", "HeaderParsingError"):
+        headers = scrub(error, url)[:100]
+        return DownloadError(f"the server's answer is not valid HTTP (its headers: {headers})")
+    short = [c.partial for c in causes if type(c).__name__ == "IncompleteRead" and isinstance(c.partial, int)]
+    received = max([transfer.received, *short])        # urllib3's count includes a chunk it dropped
     got = f"{received:,}" + (f" of {transfer.total:,}" if transfer.total is not None else "")
     if isinstance(error, requests.exceptions.ConnectTimeout):
         return _Retry(f"could not connect: no answer within {timeout:g} s")
-    if any(isinstance(c, (requests.exceptions.ReadTimeout, socket.timeout, TimeoutError)) or
-           type(c).__name__ == "ReadTimeoutError" for c in causes):
+    if _has(causes, requests.exceptions.ReadTimeout, TimeoutError, "ReadTimeoutError"):
         where = f"in the middle of the body ({got} bytes written)" if transfer.answered else \
             "(no answer to the request)"
         return _Retry(f"the server sent nothing for {timeout:g} s {where}")
@@ -250,10 +242,8 @@ def _classify(error: BaseException, transfer: _Transfer, timeout: float, url: st
     if odd is not None:
         return DownloadError(f"the server's answer is not valid HTTP ({type(odd).__name__})")
     if isinstance(error, (requests.exceptions.ConnectionError, ConnectionError)):
-        problem = _connection_problem(causes)
-        if problem.startswith("the host name could not be resolved"):   # it will not resolve seconds later
-            return DownloadError(f"could not connect: {problem}")         # either: say so at once
-        return _Retry(f"could not connect: {problem}")
+        problem = _connection_problem(causes)        # a name that does not resolve will not seconds later
+        return (DownloadError if problem == LOST[0][1] else _Retry)(f"could not connect: {problem}")
     if isinstance(error, (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
                           requests.exceptions.MissingSchema, ValueError, UnicodeError)):
         return DownloadError(f"the address cannot be used ({type(error).__name__})")
@@ -263,16 +253,15 @@ def _classify(error: BaseException, transfer: _Transfer, timeout: float, url: st
 def _attempt(url: str, part: Path, clock: dict, *, max_bytes: int, timeout: float, progress: bool) -> None:
     """One attempt: pooch's downloader in a worker thread, watched from this one for the deadline (which a
     server sending a byte a second never meets through the per-read timeout), drawing the progress bar."""
-
     label = part.name.rsplit(".part", 1)[0]
     try:
         out = open(part, "wb")
     except OSError as error:
         raise DownloadError(f"could not write the download to {part.parent}: "
                             f"{error.strerror or error}") from None
-    transfer = _Transfer(out, max_bytes)
-    downloader = _pooch().HTTPDownloader(progressbar=False, chunk_size=CHUNK, timeout=timeout,
-                                      headers=HEADERS, hooks={"response": transfer.hook})
+    transfer, shown = _Transfer(out, max_bytes), None
+    downloader = pooch.HTTPDownloader(progressbar=False, chunk_size=CHUNK, timeout=timeout, headers=HEADERS,
+                                      hooks={"response": transfer.hook})
 
     def work():
         try:
@@ -280,20 +269,17 @@ def _attempt(url: str, part: Path, clock: dict, *, max_bytes: int, timeout: floa
         except BaseException as error:      # noqa: BLE001: reported by the caller's thread
             transfer.error = error
 
-    worker = threading.Thread(target=work, daemon=True, name=f"download of {label}")
-    shown = None
-
     def show():
         nonlocal shown
         if shown is None and transfer.answered:            # the server answered: notes, size, progress bar
             for note in transfer.notes:
                 say(f"WARNING: {label}: {note}")
             clock["size"] = transfer.total or clock["size"]
-            shown = bar(transfer.total, label, unit="B", unit_scale=True, unit_divisor=1024,
-                        enabled=progress)
+            shown = bar(transfer.total, label, unit="B", unit_scale=True, unit_divisor=1024, enabled=progress)
         if shown is not None:
             shown.update(transfer.received - shown.n)
 
+    worker = threading.Thread(target=work, daemon=True, name=f"download of {label}")
     try:
         worker.start()
         while worker.is_alive():
@@ -320,32 +306,35 @@ def _deadline(clock: dict) -> float:
     return clock["start"] + (clock["deadline"] or DEADLINE_SLACK + clock["size"] / MIN_RATE)
 
 
+def check_limits(retries=3, timeout=60.0, deadline=None, progress=True, verbose=True) -> dict:
+    """A download's limits and flags as ``fetch`` and ``datasets.load`` take them, checked (ArgumentError)."""
+    return {"retries": check_integer(retries, "retries", minimum=1),
+            "timeout": check_seconds(timeout, "timeout", maximum=MAX_TIMEOUT),
+            "deadline": None if deadline is None else check_seconds(deadline, "deadline"),
+            "progress": check_flag(progress, "progress"), "verbose": check_flag(verbose, "verbose")}
+
+
 def fetch(url: str, dest: Path, *, name: str, size_guess: int, max_bytes: int, retries: int = 3,
           timeout: float = 60.0, deadline: float | None = None, progress: bool = True,
           verbose: bool = True) -> None:
-    """Download ``url`` into ``dest`` (renamed into place once whole), retrying what retrying can cure,
-    within one overall deadline: ``deadline`` seconds, else 120 s plus the size at 10 kB/s (``size_guess``
-    until the server says). ``name`` labels the messages. Raises DownloadError, or IntegrityError for a body
-    over ``max_bytes``; a progress bar named after the file shows the transfer. Arguments of the wrong type or
-    out of range raise ArgumentError."""
+    """Download ``url`` into ``dest`` (moved into place once whole), retrying what retrying can cure, within
+    ``deadline`` seconds (default: 120 s plus the size at 10 kB/s, ``size_guess`` until the server says).
+    DownloadError, or IntegrityError for a body over ``max_bytes``; ArgumentError for a bad argument."""
     if not isinstance(url, str) or not isinstance(name, str):
         raise ArgumentError(f"url and name must be strings, got {type(url).__name__} and "
                             f"{type(name).__name__}")
     dest = as_path(dest, "dest")
     size_guess = check_integer(size_guess, "size_guess", minimum=0)
     max_bytes = check_integer(max_bytes, "max_bytes", minimum=1)
-    retries = check_integer(retries, "retries", minimum=1)
-    timeout = check_seconds(timeout, "timeout", maximum=MAX_TIMEOUT)
-    deadline = None if deadline is None else check_seconds(deadline, "deadline")
-    progress, verbose = check_flag(progress, "progress"), check_flag(verbose, "verbose")
-    clock = {"start": time.monotonic(), "deadline": deadline, "size": size_guess}
-    last, shown = None, redact(url)
+    limits = check_limits(retries, timeout, deadline, progress, verbose)
+    clock = {"start": time.monotonic(), "deadline": limits["deadline"], "size": size_guess}
+    retries, last, shown = limits["retries"], None, redact(url)
     for attempt in range(1, retries + 1):
         part = dest.with_name(f"{dest.name}.part{attempt}")   # a late write of an abandoned attempt cannot
         try:                                                  # reach the next attempt's file
-            _attempt(url, part, clock, max_bytes=max_bytes, timeout=timeout, progress=progress)
-            _keep(part, dest)
-            return
+            _attempt(url, part, clock, max_bytes=max_bytes, timeout=limits["timeout"],
+                     progress=limits["progress"])
+            return _keep(part, dest)
         except _Retry as retry:
             last = scrub(retry, url)
         except IntegrityError as error:
@@ -355,38 +344,22 @@ def fetch(url: str, dest: Path, *, name: str, size_guess: int, max_bytes: int, r
         pause = RETRY_PAUSE * min(2.0 ** (attempt - 1), 8.0)
         if attempt == retries or time.monotonic() + pause > _deadline(clock):
             break
-        if verbose:
+        if limits["verbose"]:
             say(f"{name}: attempt {attempt} of {retries} failed ({last}); trying again in {pause:g} s")
         time.sleep(pause)
-    tries = f" ({attempt} attempts)" if attempt > 1 else ""
-    raise DownloadError(f"{shown}: {last}{tries}")
+    raise DownloadError(f"{shown}: {last}" + (f" ({attempt} attempts)" if attempt > 1 else ""))
 
 
 def _keep(part: Path, dest: Path) -> None:
-    """Move a whole download into place, unless it is a web page; DownloadError where the file or its folder
-    is gone (another process deleting the cache) or cannot be moved."""
+    """Move a whole download into place; DownloadError for a web page in place of the file (a Wi-Fi login,
+    an error page: the course falls back to its stand-in) or where it cannot be moved (its folder is gone)."""
     try:
-        _refuse_a_page(part)
+        with open(part, "rb") as arrived:
+            page = other_format(arrived.read(256)) == "an HTML page"
+        if page:
+            part.unlink(missing_ok=True)
+            raise DownloadError("the server sent a web page (a Wi-Fi login or an error page?), not the file")
         os.replace(part, dest)
     except OSError as error:
         raise DownloadError(f"the download could not be kept ({error.strerror or type(error).__name__}: "
                             f"{part.name})") from None
-
-
-def _refuse_a_page(part: Path) -> None:
-    """A web page answered with 200 in place of the file (a Wi-Fi login, a proxy's or a site's error page) is
-    a download that failed, not a damaged file: DownloadError, so the course falls back to its stand-in."""
-    with open(part, "rb") as arrived:
-        start = arrived.read(256)
-    if other_format(start) == "an HTML page":
-        part.unlink(missing_ok=True)
-        raise DownloadError("the server sent a web page (a Wi-Fi login or an error page?), not the file")
-
-
-def _pooch():
-    """pooch, imported when a download starts: its downloader module imports tqdm.auto, which prints a
-    TqdmWarning (with a path of the machine) into every notebook that merely imports the datasets module."""
-
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="IProgress not found")
-    return pooch

@@ -1,18 +1,11 @@
-"""Graph files: edge lists as SNAP writes them ('#' comments, two integer ids per line, optionally gzipped),
-read with a length limit on every line and a check of host memory before parsing, and written back; and the
-.npz form the caches keep (written atomically, read back checked). Files are opened only if they are regular
-files: a FIFO where a file should be is refused, never read.
-
-One definition of a line serves every pass over a file (``_blocks``): a line ends at \\n, \\r\\n or a lone \\r,
-as Python's universal newlines (through which NumPy's reader reads) end it. Outside '#' comments a line holds
-digits, signs, spaces and tabs only; one with nothing but spaces and tabs there is blank and skipped.
-"""
+"""Edge lists as SNAP writes them ('#' comments, two integer ids per line, optionally gzipped), read with
+one definition of a line for every pass (``_blocks``) and written back; and the .npz form the caches keep.
+Only regular files are opened: a FIFO where a file should be is refused, never read."""
 from __future__ import annotations
 
 import contextlib
 import errno
 import gzip
-import hashlib
 import io
 import os
 import re
@@ -26,11 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from helpers.core.graph import (INT64_LIMIT, PARSE_BYTES_PER_LINE, ArgumentError, Graph, GraphFormatError,
-                                GraphFormatWarning, as_path, check_csr, check_flag, check_host_memory,
-                                check_integer, from_edges, host_array, offsets_dtype, relabel)
+                                GraphFormatWarning, as_path, check_flag, check_host_memory, check_integer,
+                                from_edges, host_array, relabel)
 
 UTF8_BOM = b"\xef\xbb\xbf"
-ARRAYS = ("out_offsets", "out_targets", "in_offsets", "in_sources", "out_degree", "original_ids")   # in .npz
 
 
 class NotRegularFileError(OSError):
@@ -61,8 +53,7 @@ def _kind(mode: int) -> str:
 
 
 def open_regular(path):
-    """``path`` opened for binary reading if it is a regular file; a FIFO, device, socket or folder raises
-    NotRegularFileError at once (opened without blocking and checked on the open descriptor, never read)."""
+    """``path`` opened for binary reading if a regular file, else NotRegularFileError (checked unread)."""
     try:
         fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as error:                  # a socket cannot be opened at all (ENXIO): say what it is
@@ -88,17 +79,15 @@ OTHER_FORMATS = {b"BZh": "a bzip2 file", b"PK\x03\x04": "a zip archive", b"\xfd7
 
 
 def other_format(start: bytes) -> str | None:
-    """What a file that starts with these bytes is, where it is no edge list: 'an HTML page', 'a zip
-    archive', ...; None for anything else (text, gzip)."""
+    """What a file starting with these bytes is, where no edge list ('an HTML page', ...); else None."""
     return next((what for magic, what in OTHER_FORMATS.items()
                  if start.startswith(magic) or start.lstrip().lower().startswith(magic)), None)
 
 
 @contextlib.contextmanager
 def _opened(path: Path):
-    """The file's bytes, decompressed when they start as gzip does (whatever the name: a server may have
-    undone the compression of a .gz, or a gzip file may be named .txt); opened only as a regular file.
-    Another compression format, or an HTML page (a server's error or login page), raises GraphFormatError."""
+    """The file's bytes, decompressed when they start as gzip does (whatever the name); GraphFormatError for
+    another compression format or an HTML page (a server's error or login page)."""
     with open_regular(path) as raw:
         start = raw.read(64)
         raw.seek(0)
@@ -119,11 +108,9 @@ def _too_long(path: Path, number: int) -> GraphFormatError:
 
 
 def _blocks(raw, path: Path, size: int = BLOCK_BYTES):
-    """The stream's lines in blocks of whole lines, each (lines before it, lines in it, block): THE
-    definition of a line, for every pass. A line ends at \\n, \\r\\n or a lone \\r (as Python's universal
-    newlines, through which NumPy's reader reads, end it); each end becomes \\n here, and the last line needs
-    none. A UTF-8 byte-order mark is skipped; a line longer than MAX_LINE_BYTES (its end not counted) raises
-    GraphFormatError naming it, after no more than that much of it was read."""
+    """THE definition of a line: blocks of whole lines, each (lines before, lines in it, block), every end
+    (\\n, \\r\\n or a lone \\r, as universal newlines) as \\n. A UTF-8 mark is skipped; a line over
+    MAX_LINE_BYTES raises GraphFormatError naming it, once that much of it was read."""
     lines, carry = 0, raw.read(len(UTF8_BOM))
     carry = b"" if carry == UTF8_BOM else carry
     while True:
@@ -152,15 +139,13 @@ def _blocks(raw, path: Path, size: int = BLOCK_BYTES):
 
 
 def _lines(raw, path: Path):
-    """(number, text) of each line as ``_blocks`` ends it, the end removed, read as latin-1 (one character
-    per byte, whatever the bytes)."""
+    """(number, text) of each line as ``_blocks`` ends it, without its end, read as latin-1."""
     for before, _, block in _blocks(raw, path, LINE_BLOCK_BYTES):
         yield from enumerate(block.decode("latin-1").split("\n")[:-1], before + 1)
 
 
 def _edge_text(line: str) -> str | None:
-    """What a line holds before any '#' comment; None where that is only spaces and tabs (a comment or a
-    blank line, skipped by every pass), else it must be an edge line."""
+    """What a line holds before any '#' comment; None where only spaces and tabs (skipped by every pass)."""
     text = line.split("#", 1)[0]
     return text if text.strip(" \t") else None
 
@@ -177,12 +162,9 @@ def _shown(text: str, limit: int = 60) -> str:
 
 
 def _scan(path: Path, max_lines: int | None) -> int | None:
-    """First pass, in blocks of whole lines (``_blocks``): outside comments, only digits, signs, spaces and
-    tabs (so NumPy's reader gets nothing it might read leniently, on any version). Returns the number of edge
-    lines, None where a byte breaks the format (the exact pass names the line). With ``max_lines``, stops
-    after that many edge lines, or that many blank and comment lines beyond one per edge line (a blank line
-    after each, as line ends converted twice, \\r\\r\\n, leave), plus one: a compressed file that expands
-    without end is refused early."""
+    """First pass: only digits, signs, spaces and tabs outside comments. The number of edge lines, None for
+    a byte that breaks the format; with ``max_lines``, GraphFormatError past that many edge lines, or that
+    many blank and comment lines beyond one per edge line (a file that expands without end stops early)."""
     edges = 0
     with _opened(path) as raw:
         for before, lines, block in _blocks(raw, path):
@@ -197,7 +179,8 @@ def _scan(path: Path, max_lines: int | None) -> int | None:
             edges += lines - blank
             lines += before
             if max_lines is not None and max(edges, lines - 2 * edges) > max_lines:
-                what = "edge lines" if edges > max_lines else "blank or comment lines beyond one per edge line"
+                what = ("edge lines" if edges > max_lines else
+                        "blank or comment lines beyond one per edge line")
                 raise GraphFormatError(f"{path}: more than {max_lines:,} {what}")
     return edges
 
@@ -252,8 +235,7 @@ _NUMPY_OPENS = {".gz": True, ".bz2": None, ".xz": None, ".lzma": None}   # np.lo
 
 def _parse(path: Path, count: int, spare: int = 1) -> np.ndarray | None:
     """NumPy's reader over a file the first pass found clean, ``count`` rows and at most ``spare`` more (so
-    that rows the first pass did not count show); None where it refuses a line. It reads through Python's
-    universal newlines, which end lines as ``_blocks`` does."""
+    that rows the first pass did not count show); None where it refuses a line."""
     check_host_memory(count * PARSE_BYTES_PER_LINE, f"reading {count:,} edge lines of {path.name}",
                       f"{PARSE_BYTES_PER_LINE} bytes per line", "read a smaller file")
     with warnings.catch_warnings():
@@ -274,9 +256,8 @@ def _parse(path: Path, count: int, spare: int = 1) -> np.ndarray | None:
 
 
 def _parting_line(path: Path, pairs: np.ndarray | None, count: int) -> str:
-    """Where the passes part on a file the exact pass accepts (a defect of ours, never guessed through): the
-    first line after the last edge line that the first pass counted and NumPy's reader read as the exact pass
-    does, named. Where NumPy refused the file, the rows it reads first are found by bisecting ``max_rows``."""
+    """Where the passes part on a file the exact pass accepts (a defect of ours): the first line after the
+    last one both read alike; where NumPy refused the file, its first rows are found by bisecting."""
     if pairs is None:
         good, bad = 0, count + 1
         while bad - good > 1:
@@ -300,12 +281,8 @@ def _parting_line(path: Path, pairs: np.ndarray | None, count: int) -> str:
 
 
 def read_edge_pairs(path, num_vertices: int | None = None, *, max_lines: int | None = None) -> np.ndarray:
-    """The (k, 2) int64 array of id pairs in a SNAP-style edge list, one row per edge line, checked:
-    integers only, two per line, none negative, all below ``num_vertices`` when it is given. Comments may
-    hold any bytes; a malformed body line, or any line over MAX_LINE_BYTES, raises GraphFormatError naming
-    the file and the line. With ``max_lines``, reading stops after one line more (blank and comment lines
-    count from one per edge line on) and a longer file is refused: memory and time stay bounded even for a
-    compressed file that expands without end."""
+    """The (k, 2) int64 array of id pairs of an edge list, one row per edge line, checked (integers, two a
+    line, none negative, below ``num_vertices``); with ``max_lines``, a longer file is refused early."""
     path = _existing(path)
     if num_vertices is not None:
         num_vertices = check_integer(num_vertices, "num_vertices", minimum=1)
@@ -329,8 +306,7 @@ def read_edge_pairs(path, num_vertices: int | None = None, *, max_lines: int | N
 
 @dataclass(frozen=True)
 class EdgeListHeader:
-    """What the leading '#' lines of an edge list say. SNAP writes '# Directed graph ...' or
-    '# Undirected graph ...' and '# Nodes: X Edges: Y' (Y counts edge lines)."""
+    """What the leading '#' lines of an edge list say ('# Directed graph', '# Nodes: X Edges: Y')."""
 
     lines: tuple[str, ...] = ()
     nodes: int | None = None
@@ -411,8 +387,7 @@ def graph_from_pairs(pairs: np.ndarray, *, relabel_ids: bool = True, num_vertice
 
 
 def looks_undirected(pairs: np.ndarray) -> bool:
-    """Is the edge list stored the way SNAP stores an undirected graph: each pair once, always from the
-    smaller id to the larger (or always the other way), so that no edge has its reverse listed?"""
+    """Whether the pairs are listed as SNAP lists an undirected graph: always smaller id first (or larger)."""
     pairs = _check_pairs(pairs)
     src, dst = pairs[:, 0], pairs[:, 1]
     loops = src == dst
@@ -423,21 +398,10 @@ def looks_undirected(pairs: np.ndarray) -> bool:
 
 def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None = None,
                    undirected: bool = False, name: str | None = None) -> Graph:
-    """Read a SNAP-style edge list ('#' comments, two integer ids per line, optionally gzipped).
-
-    A line ends at \\n, \\r\\n or a lone \\r; blank lines (spaces and tabs only) are skipped. Comments
-    may hold any bytes and a UTF-8 byte-order mark is skipped: the file is read as bytes, whatever the
-    locale. With ``relabel_ids`` (the default) sparse ids become 0..n-1 and ``original_ids`` keeps the
-    mapping; a ``num_vertices`` given then must equal the number of distinct ids (relabelling cannot name
-    isolated vertices), else GraphFormatError. Without relabelling, ids are used as they are and must lie
-    below ``num_vertices`` (default: largest id + 1); ids that do not occur become isolated vertices.
-
-    ``undirected=False`` reads each line u v as one directed edge u -> v. SNAP stores an undirected graph
-    (ego-Facebook, the com-* graphs) with each pair listed once, so such a file needs ``undirected=True``,
-    which adds v -> u for every line. A GraphFormatWarning says when a directed read looks like a mistake (a
-    header that says 'Undirected', or every pair listed once from the smaller id to the larger, as SNAP
-    writes undirected graphs), and when a '# Nodes: X Edges: Y' header disagrees with the body.
-    """
+    """A Graph from a SNAP-style edge list. ``relabel_ids`` maps sparse ids to 0..n-1 (``original_ids``
+    keeps them; a ``num_vertices`` given must equal their count), else ids stay, below ``num_vertices``.
+    ``undirected`` adds v -> u for each line; a GraphFormatWarning says when a directed read looks wrong
+    (the header or the pairs' order says undirected) or the header's counts disagree."""
     relabel_ids = check_flag(relabel_ids, "relabel_ids")
     undirected = check_flag(undirected, "undirected")
     if num_vertices is not None:
@@ -470,9 +434,8 @@ def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None =
 
 
 def write_edge_list(graph: Graph, path, *, header: str | None = None, compresslevel: int = 6) -> Path:
-    """Write a graph as a SNAP-style edge list (gzipped at ``compresslevel`` when the name ends in .gz),
-    original ids if known, atomically. The header (default: the graph's name) becomes one comment line, whatever line breaks it
-    holds. A path in no folder, or a folder or device, is an ArgumentError."""
+    """Write a graph as a SNAP-style edge list, atomically, original ids if known (gzipped for .gz); the
+    header (default: the graph's name) becomes one comment line."""
     if not isinstance(graph, Graph):
         raise ArgumentError(f"expected a Graph, got {type(graph).__name__}")
     if header is not None and not isinstance(header, str):
@@ -503,21 +466,8 @@ def write_edge_list(graph: Graph, path, *, header: str | None = None, compressle
     return path
 
 
-# --- the .npz form: a Graph's arrays, written atomically, read back checked ---------------------------
-
-def arrays_sha256(arrays: dict) -> str:
-    """A content hash of a graph's arrays: names, dtypes, lengths and bytes, in the order of ARRAYS."""
-    digest = hashlib.sha256()
-    for key in (k for k in ARRAYS if k in arrays):
-        array = np.ascontiguousarray(host_array(arrays[key], key))
-        digest.update(f"{key}:{array.dtype.str}:{array.size};".encode())
-        digest.update(array)
-    return digest.hexdigest()
-
-
 def write_atomically(path: Path, write) -> None:
-    """Write through a temporary file in the same folder and rename it over ``path``: a reader sees the old
-    file or the new one, never a partial or empty one."""
+    """Write through a temporary file renamed over ``path``: a reader never sees a partial file."""
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -530,47 +480,3 @@ def write_atomically(path: Path, write) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
-
-
-def save_npz(graph: Graph, path: Path, keys=ARRAYS) -> str:
-    """Write the graph's arrays named in ``keys`` to ``path`` (np.savez, atomically); their content hash."""
-    arrays = {k: getattr(graph, k) for k in keys}
-    write_atomically(path, lambda f: np.savez(f, **arrays))
-    return arrays_sha256(arrays)
-
-
-def load_npz(path: Path, num_vertices: int, num_edges: int, *, sha256: str, name: str,
-             keys=ARRAYS) -> Graph:
-    """The Graph that ``save_npz`` wrote, read with np.load(allow_pickle=False) from a regular file only;
-    each array after its .npy header gave the dtype and length the counts imply, and the host's memory was
-    checked, so that a damaged or hostile file makes us allocate nothing else; then the CSR rules and the
-    content hash. Raises GraphFormatError saying what is wrong (OSError where the file cannot be opened)."""
-    n, m = num_vertices, num_edges
-    wanted = {"out_offsets": (offsets_dtype(m), n + 1), "out_targets": (np.int32, m),
-              "in_offsets": (offsets_dtype(m), n + 1), "in_sources": (np.int32, m),
-              "out_degree": (np.int32, n), "original_ids": (np.int64, n)}
-    wanted = {key: (np.dtype(wanted[key][0]), wanted[key][1]) for key in keys}
-    check_host_memory(sum(d.itemsize * size for d, size in wanted.values()), f"reading {path.name}",
-                      f"{n:,} vertices and {m:,} edges", "delete the file")
-    with open_regular(path) as f, np.load(f, allow_pickle=False) as archive:
-        found = sorted(getattr(archive, "files", []))
-        if found != sorted(wanted):
-            raise GraphFormatError(f"{path.name} holds {', '.join(found) or 'no arrays'}, not the arrays "
-                                   f"expected")
-        for key, (dtype, size) in wanted.items():
-            with archive.zip.open(f"{key}.npy") as member:
-                version = np.lib.format.read_magic(member)
-                if version not in ((1, 0), (2, 0)):
-                    raise GraphFormatError(f"{key}: unknown .npy version {version}")
-                reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
-                    np.lib.format.read_array_header_2_0
-                shape, _, stored = reader(member)
-            if stored != dtype or shape != (size,):
-                raise GraphFormatError(f"{key} is {stored} of shape {shape}, expected {dtype} of ({size},)")
-        arrays = {key: archive[key] for key in wanted}
-    check_csr(n, **arrays, thorough=False)      # row order and transposition: the content hash says
-    if "original_ids" in arrays and n > 1 and not (np.diff(arrays["original_ids"]) > 0).all():
-        raise GraphFormatError("original_ids are not increasing")
-    if arrays_sha256(arrays) != sha256:
-        raise GraphFormatError("the arrays do not match their recorded content hash")
-    return Graph(n, name=name, **arrays)

@@ -1,6 +1,7 @@
 """Where the course lives and where its data goes: $PAGERANK_DATA_DIR, the home folder and the fallbacks."""
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import tempfile
@@ -12,15 +13,12 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 class SettingError(ValueError):
-    """An environment setting ($PAGERANK_DATA_DIR, $PAGERANK_DATA_URL, ...) that cannot be used; the message
-    names the variable and the fix."""
+    """An environment setting that cannot be used; the message names the variable and the fix."""
 
 
 def data_dir_setting() -> Path | None:
-    """$PAGERANK_DATA_DIR as a path, '~' expanded (expand_home); None where it is unset or blank (as the URL
-    setting is; spaces around a path are dropped). FileNotFoundError where its '~' names no usable home;
-    SettingError where it is relative: a notebook runs in notebooks/ and a script in the course folder, so
-    one relative setting would name two caches."""
+    """$PAGERANK_DATA_DIR as a path, '~' expanded; None where unset or blank. FileNotFoundError where its '~'
+    names no usable home; SettingError where relative (notebooks/ and the course folder would differ)."""
     configured = os.environ.get(DATA_DIR_VARIABLE, "").strip()
     if not configured:
         return None
@@ -38,8 +36,8 @@ def data_dir_setting() -> Path | None:
 
 
 def home_folder() -> tuple[Path | None, str | None]:
-    """The user's home folder ($HOME; on Windows the profile folder Python finds) and None, or None and why
-    there is no usable one: unset, blank, relative, not a folder, or not writable."""
+    """The user's home folder ($HOME; on Windows the profile folder) and None, or None and why there is no
+    usable one: unset, blank, relative, not a folder, or not writable."""
     if os.name == "nt":
         raw, name = os.path.expanduser("~"), "the home folder"
         raw = "" if raw == "~" else raw
@@ -64,9 +62,8 @@ def home_folder() -> tuple[Path | None, str | None]:
 
 
 def expand_home(text: str) -> Path:
-    """``text`` as a path, a leading '~' expanded to home_folder() and a '~user' to that user's home;
-    FileNotFoundError where '~' has no usable home (never the filesystem's root for an empty $HOME),
-    pathlib's RuntimeError where '~user' names no one."""
+    """``text`` as a path, '~' expanded to home_folder() (FileNotFoundError without one, never the root) and
+    '~user' to that user's home (pathlib's RuntimeError where it names no one)."""
     if not text.startswith("~"):
         return Path(text)
     user, _, rest = text[1:].replace(os.altsep or os.sep, os.sep).partition(os.sep)
@@ -79,8 +76,7 @@ def expand_home(text: str) -> Path:
 
 
 def temp_data_dir() -> Path:
-    """The data folder of last resort, where there is no usable home: pagerank-on-the-gpu-<user id> in the
-    temporary folder (one per user)."""
+    """The data folder of last resort: pagerank-on-the-gpu-<user id> in the temporary folder."""
     user = os.getuid() if hasattr(os, "getuid") else \
         "".join(c for c in os.environ.get("USERNAME", "") if c.isalnum()) or "user"
     return Path(tempfile.gettempdir()) / f"pagerank-on-the-gpu-{user}"
@@ -93,8 +89,8 @@ def user_cache_dir() -> Path:
 
 
 def data_dir() -> Path:
-    """The one data-directory setting: $PAGERANK_DATA_DIR, else data/ in the checkout, else the user cache
-    (user_cache_dir); created if need be (OSError where it cannot be)."""
+    """$PAGERANK_DATA_DIR, else data/ in the checkout, else the user cache; created (OSError where it cannot
+    be)."""
     path = data_dir_setting()
     if path is None:
         writable = (ROOT / "data").is_dir() and os.access(ROOT / "data", os.W_OK)
@@ -104,38 +100,28 @@ def data_dir() -> Path:
 
 
 def describe_path(path) -> str:
-    """A path as a reader may see it in printed output: relative to the course folder, to $PAGERANK_DATA_DIR
-    or to a usable home folder ('~'), or in the fallback temp_data_dir() (named whole); never any other
-    absolute path of the machine that printed it."""
-    path = Path(path)
-    anchors = [(ROOT, "{} in the course folder")]
-    try:
+    """A path as printed: relative to the course folder, $PAGERANK_DATA_DIR, the home folder ('~') or the
+    fallback temp_data_dir() (named whole); never another absolute path of this machine."""
+    path, anchors = Path(path), [(ROOT, "", " in the course folder")]
+    with contextlib.suppress(OSError, SettingError):      # a '~user' that names no one; a relative setting
         configured = data_dir_setting()
-        if configured is not None:
-            anchors.insert(0, (configured, f"${DATA_DIR_VARIABLE}/{{}}"))
-    except (OSError, SettingError):               # a '~user' that names no one; a relative setting
-        pass
-    home = home_folder()[0]
-    if home is not None:                          # '~' only for the home that '~' expands to here
-        anchors.append((home, "~/{}"))
-    fallback = temp_data_dir()                    # the last resort: named by its path itself
-    anchors.append((fallback, str(fallback).replace("{", "{{").replace("}", "}}") + "/{}"))
-    for anchor, form in anchors:
+        anchors = [(configured, f"${DATA_DIR_VARIABLE}/", "")] * (configured is not None) + anchors
+    home = home_folder()[0]                               # '~' only for the home that '~' expands to here
+    anchors += [(home, "~/", "")] * (home is not None) + [(temp_data_dir(), f"{temp_data_dir()}/", "")]
+    for anchor, before, after in anchors:
         try:
             relative = path.resolve().relative_to(anchor.resolve())
         except (ValueError, OSError, RuntimeError):   # RuntimeError: a symlink loop (Python < 3.13)
             continue
         if relative == Path("."):                  # the anchor itself: "$PAGERANK_DATA_DIR/", "~/"
-            return "the course folder" if anchor == ROOT else form.format("")
-        try:
-            folder = path.is_dir()
-        except OSError:                            # a name too long, no permission: it cannot be told
-            folder = False
-        return form.format(relative.as_posix() + ("/" if folder else ""))
+            return "the course folder" if anchor == ROOT else before
+        with contextlib.suppress(OSError):         # a name too long, no permission: it cannot be told
+            after = "/" * path.is_dir() + after
+        return before + relative.as_posix() + after
     in_temporary = str(path).startswith(tempfile.gettempdir())
     return f"{path.name} (in the temporary folder)" if in_temporary else path.name
 
 
 def data_dir_label() -> str:
-    """The data directory as a reader may see it (see describe_path)."""
+    """The data directory as printed (describe_path)."""
     return describe_path(data_dir())
