@@ -1,9 +1,5 @@
-"""The GPU PageRank driver: one loop for every kernel the course teaches, so that lectures compare kernels,
-not loops. ``device``: the graph on the GPU and its memory model; ``variants``: the registry of sums over
-in-links; ``iteration``: one iteration per variant (``fused`` and ``blocked`` whole iterations registered
-there), the stop test on the GPU and ``pagerank_gpu``; ``verify``: against float64; ``compare``: timing tables.
-Every kernel is launched through ``helpers.kernels.compiled``, so a kernel a lecture cell defined is the one
-that runs, is timed and is verified here. Importing this package imports no CuPy."""
+"""The GPU PageRank driver: one loop for every kernel the course teaches (each launched through
+``helpers.kernels.compiled``), so that lectures compare kernels, not loops. Importing it imports no CuPy."""
 from helpers.core.graph import GraphTooLargeError
 from helpers.core.suites import verification_graphs
 from helpers.driver.compare import compare, float64_reference, graph_label, timed_row

@@ -33,9 +33,8 @@ def segment_size(dg=None, *, l2_bytes: int | None = None) -> int:
 
 
 def segment_bytes(num_vertices: int, num_edges: int, vertices_per_segment: int) -> tuple[int, int]:
-    """(kept, peak while built) in bytes of ``DeviceGraph.segments``: every in-link's source once, and each
-    segment's rows and offsets, an upper bound (min(E, segments x N) rows in all); built one segment at a
-    time, with a mask, a prefix sum over all in-links and per-row counts (5 B per in-link, 8 per vertex)."""
+    """(kept, peak while built) bytes of ``DeviceGraph.segments``, upper bounds: at most min(E, segments x N)
+    rows; one segment at a time, with a mask, a prefix sum over the in-links and per-row counts."""
     n, e = int(num_vertices), int(num_edges)
     count = -(-n // max(1, int(vertices_per_segment)))
     rows = min(e, count * n)
@@ -45,9 +44,8 @@ def segment_bytes(num_vertices: int, num_edges: int, vertices_per_segment: int) 
 
 
 def _plan_bytes(n: int, e: int) -> tuple[int, int]:
-    """(kept, peak while built) of the fused iteration's WorkPlan (iteration.py, its defaults) over n rows and
-    e in-links; upper bounds: medium rows have over 32 in-links, heavy ones over 1,024, split every 16,384;
-    every array takes at least 512 bytes."""
+    """(kept, peak while built) of the fused iteration's WorkPlan with its defaults, upper bounds (every array
+    takes at least 512 bytes)."""
     medium = min(n, e // 33)
     groups = e // 16384 + 1
     tasks = e // 1025 + groups
@@ -80,8 +78,8 @@ def _layout_bytes(name: str, n: int, e: int, segment: int, host_out_csr: bool) -
 
 
 def _peak_bytes(n: int, e: int, name: str, offset_bytes: int, host_out_csr: bool) -> int:
-    """``device_bytes``, phase by phase: the graph, then the largest of what is alive while the layout is
-    built, while the iteration's vectors are made and while it runs (each in the order the code does it)."""
+    """``device_bytes``: the graph, then the most alive while the layout is built, the iteration's vectors
+    made, and it runs."""
     graph = offset_bytes * (n + 1) + 4 * (e + PAD) + 4 * n
     checks = 5 * n                                   # the offsets' differences and their mask
     segment = segment_size() if has_gpu() else segment_size(l2_bytes=T4_L2_BYTES)
@@ -98,21 +96,15 @@ def _peak_bytes(n: int, e: int, name: str, offset_bytes: int, host_out_csr: bool
 
 def device_bytes(num_vertices: int, num_edges: int, variant: str = "fused", *,
                  offset_bytes: int = 4) -> int:
-    """GPU memory, in bytes, at the peak of building a DeviceGraph for ``variant`` and running it with
-    ``pagerank_gpu``: the in-CSR and out-degrees (int32, or ``offset_bytes=8``), the variant's own layout
-    with its build's temporaries, and the iteration's vectors. An upper bound where the graph decides
-    (rows per segment, medium rows); blocked and pull_segmented count this GPU's segments (with no GPU, a
-    T4's: the most). push_atomic and scan_naive count an out-CSR sorted on the GPU (a helpers.core.graph.Graph
-    brings its own)."""
+    """Peak GPU bytes of building a DeviceGraph for ``variant`` and running it with ``pagerank_gpu``, an upper
+    bound; segments as on this GPU (with none, a T4's), an out-CSR sorted on the GPU."""
     name = getattr(variant, "name", variant)
     return _peak_bytes(int(num_vertices), int(num_edges), name, int(offset_bytes), host_out_csr=False)
 
 
 def source_segments(xp, in_offsets, in_sources, num_vertices: int, vertices_per_segment: int) -> list:
-    """The in-links split by source into segments of ``vertices_per_segment`` sources, with NumPy or CuPy
-    (``xp``): for each segment with in-links, int32 (rows, offsets, sources), its rows ascending, its own
-    in-CSR over them, the sources in in-CSR order. One segment at a time, counted with one prefix sum over
-    the in-links, so that the memory it needs is known in advance (``segment_bytes``)."""
+    """The in-links split by source into segments (NumPy or CuPy ``xp``): for each non-empty one, int32 rows
+    (ascending), offsets and sources, its own in-CSR; one segment at a time (``segment_bytes``)."""
     n, key, e = int(num_vertices), int(vertices_per_segment), int(in_sources.size)
     if key < 1:
         raise ValueError(f"vertices_per_segment must be at least 1, got {key}")
@@ -145,8 +137,7 @@ def edge_targets(xp, in_offsets, start: int, stop: int):
 
 
 def out_csr_arrays(xp, in_offsets, in_sources, out_degree, num_vertices: int):
-    """(out_offsets, out_targets), int32, from the in-CSR (NumPy or CuPy): one in-place sort of int64 keys
-    (source, then target), the targets added EDGE_CHUNK in-links at a time."""
+    """(out_offsets, out_targets), int32, from the in-CSR (NumPy or CuPy): one in-place sort of int64 keys."""
     n, e = int(num_vertices), int(in_sources.size)
     keys = xp.empty(e, dtype=xp.int64)
     keys[...] = in_sources
@@ -172,16 +163,9 @@ def _index_array(xp, array, what: str, size: int, upper: int):
     return xp.ascontiguousarray(xp.asarray(array), dtype=xp.int32)
 
 
-def _reused(cp, array) -> bool:
-    """Whether DeviceGraph keeps ``array`` itself (a 1-D contiguous int32 CuPy array) rather than a copy."""
-    return (isinstance(array, cp.ndarray) and array.ndim == 1 and array.dtype == cp.int32
-            and array.flags.c_contiguous)
-
-
 class DeviceGraph:
-    """A graph's in-CSR and out-degrees on the GPU, int32, checked. ``graph`` is a ``helpers.core.graph.Graph``
-    or anything with ``num_vertices``, ``in_offsets``, ``in_sources``, ``out_degree`` (NumPy or CuPy) and a
-    ``name``; ``variant`` says which variant's memory to check up front (``device_bytes``)."""
+    """A graph's in-CSR and out-degrees on the GPU, int32, checked, from a ``Graph`` or anything with its
+    arrays (NumPy or CuPy); ``variant``: whose memory to check up front (``device_bytes``)."""
 
     def __init__(self, graph, *, variant: str = "fused", name: str | None = None):
         cp = require_gpu()
@@ -193,8 +177,9 @@ class DeviceGraph:
             raise GraphTooLargeError(f"{label}: {e:,} edges need int64 offsets; the course's kernels index "
                                      "edges with int32 (at most 2,147,483,647 edges)")
         xp = cp if isinstance(graph.in_sources, cp.ndarray) else np
-        # CuPy offsets and out-degrees already int32 are kept as they are; the in-links are always copied
-        held = sum(a.nbytes for a in (graph.in_offsets, graph.out_degree) if _reused(cp, a))
+        # CuPy offsets and out-degrees already int32 (1-D, contiguous) are kept; the in-links are always copied
+        held = sum(a.nbytes for a in (graph.in_offsets, graph.out_degree) if isinstance(a, cp.ndarray)
+                   and a.ndim == 1 and a.dtype == cp.int32 and a.flags.c_contiguous)
         need = _peak_bytes(n, e, getattr(variant, "name", variant), 4, host_out_csr=isinstance(graph, Graph))
         ensure_fits(need - held, f"{label} with {getattr(variant, 'name', variant)}")
         in_offsets = cp.asarray(_index_array(xp, graph.in_offsets, "in_offsets", n + 1, e))
@@ -233,8 +218,7 @@ class DeviceGraph:
 
     @cached_property
     def out_csr(self):
-        """(out_offsets, out_targets): the out-links, for push and scan; from the host graph if there is one,
-        else sorted on the GPU (``out_csr_arrays``: 16 bytes per in-link at its peak)."""
+        """(out_offsets, out_targets), for push and scan: the host graph's, else sorted on the GPU."""
         cp = require_gpu()
         n, e = self.num_vertices, self.num_edges
         self.fits(_layout_bytes("push_atomic", n, e, 1, self.graph is not None)[1], "the out-CSR")
@@ -251,8 +235,7 @@ class DeviceGraph:
 
     @cached_property
     def in_targets(self):
-        """The target of every in-link, in in-CSR order: with in_sources, the edge list (COO). Found
-        EDGE_CHUNK in-links at a time, so that no whole-graph int64 temporary is needed."""
+        """The target of every in-link, in in-CSR order (with in_sources, the COO edge list)."""
         cp = require_gpu()
         e = self.num_edges
         self.fits(_layout_bytes("coo_atomic", self.num_vertices, e, 1, False)[1], "the in-link targets")
@@ -264,8 +247,7 @@ class DeviceGraph:
 
     def bins(self, thread_max: int = 32, warp_max: int = 1024):
         """Vertex lists by in-degree: light (< thread_max), medium (< warp_max), heavy (the rest)."""
-        cp = require_gpu()
-        degree = self.in_degree
+        cp, degree = require_gpu(), self.in_degree
         return tuple(cp.flatnonzero(mask).astype(cp.int32) for mask in
                      (degree < thread_max, (degree >= thread_max) & (degree < warp_max), degree >= warp_max))
 
@@ -277,15 +259,13 @@ class DeviceGraph:
 
     @cached_property
     def half_buffers(self):
-        """(scale, 16-bit contributions): scale[0] the factor to_f16 applies, scale[1] its inverse
-        (lecture 40)."""
+        """(scale, 16-bit contributions): scale[0] the factor to_f16 applies, scale[1] its inverse."""
         cp = require_gpu()
         self.fits(2 * self.num_vertices + 8, "the 16-bit contributions")
         return cp.ones(2, dtype=cp.float32), cp.empty(self.num_vertices, dtype=cp.uint16)
 
     def in_matrix_of(self, dtype=np.float32):
-        """The in-link matrix as cupyx.scipy.sparse CSR of ones of ``dtype`` (cuSPARSE's view of the
-        graph)."""
+        """The in-link matrix as a cupyx.scipy.sparse CSR matrix of ones of ``dtype``."""
         cp = require_gpu()
         import cupyx.scipy.sparse as sparse
 
@@ -299,9 +279,7 @@ class DeviceGraph:
         return self.in_matrix_of(np.float32)
 
     def segments(self, vertices_per_segment: int):
-        """The in-links split by source into segments of ``vertices_per_segment`` sources: for each, the rows
-        it touches and its own in-CSR over them (rows, offsets, sources), in CuPy arrays. Built on the GPU
-        one segment at a time (``source_segments``), after checking ``segment_bytes`` against free memory."""
+        """(rows, offsets, sources) of each segment of ``vertices_per_segment`` sources (``source_segments``)."""
         cp = require_gpu()
         key = int(vertices_per_segment)
         cache = self.__dict__.setdefault("_segments", {})
