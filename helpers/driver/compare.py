@@ -12,8 +12,9 @@ from helpers.core.reference import DAMPING, iterate, l1_distance, max_abs_diff, 
 from helpers.driver.baselines import PreparedSpMV, torch_spmv
 from helpers.driver.device import DeviceGraph, as_device_graph
 from helpers.driver.floors import BYTES_MODEL, bytes_per_iteration
-from helpers.driver.iteration import (NotConvergedWarning, graph_iteration_ms, make_iteration, pagerank_gpu,
-                                      replayed, time_iterations)
+from helpers.driver.iteration import (NotConvergedWarning, graph_iteration_ms, make_iteration, replayed,
+                                      time_iterations)
+from helpers.driver.solve import pagerank_gpu
 from helpers.driver.variants import variant
 from helpers.measure.gpu import Timing, device_facts, ensure_fits, require_gpu, time_gpu
 

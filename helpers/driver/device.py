@@ -43,63 +43,42 @@ def segment_bytes(num_vertices: int, num_edges: int, vertices_per_segment: int) 
     return kept, kept + building
 
 
-def _plan_bytes(n: int, e: int) -> tuple[int, int]:
-    """(kept, peak while built) of the fused iteration's WorkPlan with its defaults, upper bounds (every array
-    takes at least 512 bytes)."""
-    medium = min(n, e // 33)
-    groups = e // 16384 + 1
-    tasks = e // 1025 + groups
-    kept = 4 * medium + 20 * tasks + 12 * groups + 5 * 512
-    return kept, kept + 7 * n + 12 * medium            # in-degrees, 3 masks, int64 indices
-
-
 def _layout_bytes(name: str, n: int, e: int, segment: int, host_out_csr: bool) -> tuple[int, int, int]:
     """(kept, peak while built, extra in each iteration) of what an unfused variant builds on first use."""
-    chunk = min(e, EDGE_CHUNK)
-    if name in ("scan_naive", "push_atomic"):                 # the out-CSR, sorted on the GPU unless given
-        kept = 4 * (n + 1) + 4 * e
-        return kept, kept if host_out_csr else max(16 * e, 12 * e + 4 * n, 8 * e + 12 * chunk), 0
-    if name == "pull_interleaved":                            # (source, out-degree) pairs, from a gather
-        return 8 * e, 12 * e, 0
-    if name == "coo_atomic":                                  # in_targets, EDGE_CHUNK at a time
-        return 4 * e, 4 * e + 12 * chunk, 0
-    if name == "coo_cumsum":                                  # a float64 prefix sum over all in-links
-        return 0, 0, max(16 * e, 8 * e + 24 * n)
-    if name == "cusparse":                                    # float32 ones; cuSPARSE's result vector
-        return 4 * e, 4 * e, 5 * n
-    if name == "pull_binned":                                 # in_degree and the three vertex lists
-        return 8 * n, 17 * n, 0
-    if name == "pull_segmented":
-        kept, peak = segment_bytes(n, e, segment)
-        return kept, peak, 0
-    if name in ("pull_f16", "pull_bf16"):                     # the 16-bit contributions
-        return 2 * n + 512, 2 * n + 512, 0
-    return 0, 0, 0
+    chunk, out_csr = min(e, EDGE_CHUNK), 4 * (n + 1) + 4 * e
+    sorting = out_csr if host_out_csr else max(16 * e, 12 * e + 4 * n, 8 * e + 12 * chunk)
+    layouts = {
+        "scan_naive": (out_csr, sorting, 0),                  # the out-CSR, sorted on the GPU unless given
+        "pull_interleaved": (8 * e, 12 * e, 0),               # (source, out-degree) pairs, from a gather
+        "coo_atomic": (4 * e, 4 * e + 12 * chunk, 0),         # in_targets, EDGE_CHUNK at a time
+        "coo_cumsum": (0, 0, max(16 * e, 8 * e + 24 * n)),    # a float64 prefix sum over all in-links
+        "cusparse": (4 * e, 4 * e, 5 * n),                    # float32 ones; cuSPARSE's result vector
+        "pull_binned": (8 * n, 17 * n, 0),                    # in_degree and the three vertex lists
+        "pull_segmented": (*segment_bytes(n, e, segment), 0),
+        "pull_f16": (2 * n + 512, 2 * n + 512, 0)}            # the 16-bit contributions
+    layouts["push_atomic"], layouts["pull_bf16"] = layouts["scan_naive"], layouts["pull_f16"]
+    return layouts.get(name, (0, 0, 0))
 
 
-def _peak_bytes(n: int, e: int, name: str, offset_bytes: int, host_out_csr: bool) -> int:
-    """``device_bytes``: the graph, then the most alive while the layout is built, the iteration's vectors
-    made, and it runs."""
-    graph = offset_bytes * (n + 1) + 4 * (e + PAD) + 4 * n
+def device_bytes(num_vertices: int, num_edges: int, variant: str = "fused", *, offset_bytes: int = 4,
+                 host_out_csr: bool = False) -> int:
+    """Peak GPU bytes of building a DeviceGraph for ``variant`` and running it with ``pagerank_gpu``, an upper
+    bound; segments as on this GPU (with none, a T4's), the out-CSR sorted on the GPU unless a host one."""
+    n, e, name = int(num_vertices), int(num_edges), getattr(variant, "name", variant)
+    graph = int(offset_bytes) * (n + 1) + 4 * (e + PAD) + 4 * n
     checks = 5 * n                                   # the offsets' differences and their mask
     segment = segment_size() if has_gpu() else segment_size(l2_bytes=T4_L2_BYTES)
-    if name == "fused":        # two rank and two contribution vectors, the dangling vector and its mask
-        plan_kept, plan_peak = _plan_bytes(n, e)
-        return graph + max(checks, plan_peak, plan_kept + 21 * n) + SMALL
-    if name == "blocked":      # two x vectors, acc, dangling; the ranks read back (17N) at the end
+    if name == "fused":    # the WorkPlan (medium rows over 32 in-links, heavy over 1,024, split every 16,384)
+        medium, groups = min(n, e // 33), e // 16384 + 1
+        plan = 4 * medium + 20 * (e // 1025 + groups) + 12 * groups + 5 * 512     # 512 bytes at least each
+        # building the plan (in-degrees, 3 masks, int64 indices); two rank and contribution vectors, dangling
+        return graph + max(checks, plan + 7 * n + 12 * medium, plan + 21 * n) + SMALL
+    if name == "blocked":  # two x vectors, acc, dangling; the ranks read back (17N) at the end
         seg_kept, seg_peak = segment_bytes(n, e, segment)
         return graph + max(checks, seg_peak, seg_kept + 33 * n) + SMALL
     kept, built, per_iteration = _layout_bytes(name, n, e, segment, host_out_csr)
     own = UNFUSED_VERTEX * n - 4 * n                 # the iteration's six vectors, before its first run
     return graph + max(checks, own + built, own + 4 * n + kept + max(n, per_iteration)) + SMALL
-
-
-def device_bytes(num_vertices: int, num_edges: int, variant: str = "fused", *,
-                 offset_bytes: int = 4) -> int:
-    """Peak GPU bytes of building a DeviceGraph for ``variant`` and running it with ``pagerank_gpu``, an upper
-    bound; segments as on this GPU (with none, a T4's), an out-CSR sorted on the GPU."""
-    name = getattr(variant, "name", variant)
-    return _peak_bytes(int(num_vertices), int(num_edges), name, int(offset_bytes), host_out_csr=False)
 
 
 def source_segments(xp, in_offsets, in_sources, num_vertices: int, vertices_per_segment: int) -> list:
@@ -152,6 +131,14 @@ def out_csr_arrays(xp, in_offsets, in_sources, out_degree, num_vertices: int):
     return offsets, keys.astype(xp.int32)
 
 
+def in_csr(targets, sources, n: int):
+    """(in_offsets, in_sources), int32 CuPy arrays, of the edges sources -> targets (int64 CuPy arrays)."""
+    cp = require_gpu()
+    in_offsets = cp.zeros(n + 1, dtype=cp.int32)
+    cp.cumsum(cp.bincount(targets, minlength=n), out=in_offsets[1:])
+    return in_offsets, (cp.sort(targets * n + sources) % n).astype(cp.int32)    # sources ascending
+
+
 def _index_array(xp, array, what: str, size: int, upper: int):
     """An int32 array of ``size`` entries in [0, upper], converted safely or refused with a message."""
     if array.ndim != 1 or array.size != size:
@@ -177,10 +164,10 @@ class DeviceGraph:
             raise GraphTooLargeError(f"{label}: {e:,} edges need int64 offsets; the course's kernels index "
                                      "edges with int32 (at most 2,147,483,647 edges)")
         xp = cp if isinstance(graph.in_sources, cp.ndarray) else np
-        # CuPy offsets and out-degrees already int32 (1-D, contiguous) are kept; the in-links are always copied
+        # CuPy offsets and out-degrees already int32, 1-D, contiguous are kept; the in-links are always copied
         held = sum(a.nbytes for a in (graph.in_offsets, graph.out_degree) if isinstance(a, cp.ndarray)
                    and a.ndim == 1 and a.dtype == cp.int32 and a.flags.c_contiguous)
-        need = _peak_bytes(n, e, getattr(variant, "name", variant), 4, host_out_csr=isinstance(graph, Graph))
+        need = device_bytes(n, e, variant, host_out_csr=isinstance(graph, Graph))
         ensure_fits(need - held, f"{label} with {getattr(variant, 'name', variant)}")
         in_offsets = cp.asarray(_index_array(xp, graph.in_offsets, "in_offsets", n + 1, e))
         in_sources = _index_array(xp, graph.in_sources, "in_sources", e, n - 1)
@@ -279,7 +266,7 @@ class DeviceGraph:
         return self.in_matrix_of(np.float32)
 
     def segments(self, vertices_per_segment: int):
-        """(rows, offsets, sources) of each segment of ``vertices_per_segment`` sources (``source_segments``)."""
+        """(rows, offsets, sources) of each segment of ``vertices_per_segment`` sources, built once."""
         cp = require_gpu()
         key = int(vertices_per_segment)
         cache = self.__dict__.setdefault("_segments", {})

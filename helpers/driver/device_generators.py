@@ -5,6 +5,7 @@ import numpy as np
 
 from helpers.core.generators import web_graph
 from helpers.core.graph import check_seed
+from helpers.driver.device import in_csr
 from helpers.measure.gpu import ensure_fits, require_gpu
 
 
@@ -42,9 +43,7 @@ def rmat_device(num_vertices: int, num_edges: int, seed: int = 0, *, a: float = 
     sources, targets = source_label[keys // n], target_label[keys % n]
     del keys
     out_degree = cp.bincount(sources, minlength=n).astype(cp.int32)
-    in_offsets = cp.zeros(n + 1, dtype=cp.int32)
-    cp.cumsum(cp.bincount(targets, minlength=n), out=in_offsets[1:])
-    in_sources = (cp.sort(targets * n + sources) % n).astype(cp.int32)   # by target, sources ascending
+    in_offsets, in_sources = in_csr(targets, sources, n)
     del sources, targets
     return SimpleNamespace(num_vertices=n, num_edges=m, in_offsets=in_offsets, in_sources=in_sources,
                            out_degree=out_degree,

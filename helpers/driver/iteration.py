@@ -1,23 +1,21 @@
-"""One PageRank iteration per variant, the stop test on the GPU, CUDA-graph capture and ``pagerank_gpu``.
-Ranks are float32 on the GPU; the host reads the stop test only every ``check_every`` iterations."""
+"""One PageRank iteration per variant (float32 ranks on the GPU), the stop test on the GPU, and timing
+iterations, CUDA-graph replays among them."""
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from helpers import kernels
-from helpers.core.reference import DAMPING, ConvergenceWarning, check_damping, check_tol, teleport_vector
+from helpers.core.reference import DAMPING, ConvergenceWarning, check_damping, teleport_vector
 from helpers.driver.device import BLOCK, HISTORY, UNFUSED_VERTEX, DeviceGraph, as_device_graph, blocks_for
 from helpers.driver.variants import Variant, i32, pull_segments, register, segment_size, variant
 from helpers.measure import gpu
 from helpers.measure.gpu import device_facts, ensure_fits, require_gpu
-from helpers.measure.verdicts import compare as verdict_on
 
 NotConvergedWarning = ConvergenceWarning   # the reference's warning: stopped at max_iter before the test held
-LIGHT_MAX = 32      # the whole-iteration kernels' LIGHT_MAX: rows with at most this many in-links get a thread
+LIGHT_MAX = 32      # as in the whole-iteration kernels: rows with at most this many in-links get a thread
 REPLAYED = 20       # iterations a CUDA graph records for timing (``replayed``)
 
 
@@ -81,7 +79,7 @@ class Iteration(Stopping):
         self.init_stopping(tol, max_iter)
 
     def set_ranks(self, ranks) -> None:
-        """Start from ``ranks`` (float32, on the GPU), with every output the next iteration writes poisoned."""
+        """Start from ``ranks`` (float32, on the GPU), every output the next iteration writes poisoned."""
         self.rank[...] = ranks
         self.pulled.fill(float("nan"))
 
@@ -118,8 +116,8 @@ def resident_blocks(kernel, threads: int = BLOCK) -> int:
 
 @dataclass(frozen=True)
 class WorkPlan:
-    """One pass's work over rows given by ``offsets``: light rows a thread each, medium ones a warp each, heavy
-    ones as tasks (row, first in-link, end, group) of at most ``chunk`` in-links, a block each."""
+    """One pass's work over rows given by ``offsets``: light rows a thread each, medium ones a warp each,
+    heavy ones as tasks (row, first in-link, end, group) of at most ``chunk`` in-links, a block each."""
     medium: object
     heavy: object
     groups: object       # per split heavy row: (first task, number of tasks)
@@ -141,17 +139,17 @@ class WorkPlan:
         tasks, groups = [], []
         longest_first = np.argsort(-counts, kind="stable")
         for row, begin, count in zip(*(a[longest_first] for a in (heavy_rows, begins, counts))):
-            parts = -(-int(count) // chunk)
+            parts, end = -(-int(count) // chunk), int(begin + count)
             group = len(groups) if parts > 1 else -1
             if parts > 1:
                 groups.append((len(tasks), parts))
-            tasks += [(int(row), int(begin + p * chunk), int(min(begin + (p + 1) * chunk, begin + count)), group)
+            tasks += [(int(row), int(begin + p * chunk), min(int(begin + (p + 1) * chunk), end), group)
                       for p in range(parts)]
         items = len(tasks) + -(-int(medium.size) // (BLOCK // 32)) + -(-num_rows // BLOCK)
         return cls(medium, cp.asarray(np.array(tasks, dtype=np.int32).reshape(-1, 4)),
                    cp.asarray(np.array(groups, dtype=np.int32).reshape(-1, 2)),
-                   cp.zeros(max(len(tasks), 1), dtype=cp.float32), cp.zeros(max(len(groups), 1), dtype=cp.int32),
-                   items)
+                   cp.zeros(max(len(tasks), 1), dtype=cp.float32),
+                   cp.zeros(max(len(groups), 1), dtype=cp.int32), items)
 
     def counts(self) -> dict:
         return {"medium rows (a warp each)": int(self.medium.size),
@@ -165,8 +163,8 @@ class WorkPlan:
 
 
 class FusedIteration(Stopping):
-    """The whole iteration in ONE launch of the fused kernel, balanced by in-degree; its last block adds the
-    blocks' dangling mass and L1 change and runs the stop test, so iterations can be captured as a CUDA graph."""
+    """The whole iteration in ONE launch, balanced by in-degree; its last block adds up the dangling mass and
+    L1 change and runs the stop test, so iterations can be captured as a CUDA graph."""
 
     def __init__(self, dg: DeviceGraph, name="fused", damping: float = DAMPING, personalization=None, *,
                  tol: float = 0.0, max_iter: int = 0, medium_max: int = 1024, chunk: int = 16384):
@@ -192,16 +190,21 @@ class FusedIteration(Stopping):
         cp, n = require_gpu(), self.dg.num_vertices
         self.partials = cp.zeros(2 * self.blocks, dtype=cp.float32)
         self.finished = cp.zeros(1, dtype=cp.int32)
-        self.scalars = (self.dg.dangling.sum() / n).astype(cp.float32).reshape(1)   # dangling mass of the start
+        self.scalars = (self.dg.dangling.sum() / n).astype(cp.float32).reshape(1)
         self.count = 0
         self.init_stopping(tol, max_iter)
+
+    def _last_args(self):
+        """The kernel arguments after the pass's own: the blocks' sums, the stop test, n and d."""
+        return (self.partials, self.finished, self.scalars, self.state, self.changes, i32(HISTORY),
+                np.float32(self.tol), i32(self.max_iter), i32(self.dg.num_vertices), np.float32(self.damping))
 
     @property
     def rank(self):
         return self.ranks_after(self.count)
 
     def set_ranks(self, ranks) -> None:
-        """Start from ``ranks`` (float32, on the GPU), with every output the next iteration writes poisoned."""
+        """Start from ``ranks`` (float32, on the GPU), every output the next iteration writes poisoned."""
         i = self.count % 2
         self.ranks[i][...] = ranks
         _contributions(self.dg, self.ranks[i], self.contribs[i])
@@ -214,9 +217,7 @@ class FusedIteration(Stopping):
         dg, i = self.dg, self.count % 2
         kernels.compiled("fused")((self.blocks,), (BLOCK,), (
             dg.in_offsets, dg.in_sources, dg.out_degree, self.contribs[i], self.ranks[i], self.ranks[1 - i],
-            self.contribs[1 - i], *self.plan.args(), self.partials, self.finished, self.scalars, self.state,
-            self.changes, i32(HISTORY), np.float32(self.tol), i32(self.max_iter), i32(dg.num_vertices),
-            np.float32(self.damping)))
+            self.contribs[1 - i], *self.plan.args(), *self._last_args()))
 
     def run(self):
         self.launch_kernel()
@@ -239,7 +240,7 @@ class BlockedIteration(FusedIteration):
         self._begin(dg, name, "blocked", damping, personalization)
         n = dg.num_vertices
         self.segment = int(vertices_per_segment or segment_size(dg))
-        dg.segments(self.segment)             # built, and its memory checked, now: not in the first timed launch
+        dg.segments(self.segment)             # built (memory checked) now, not in the first timed launch
         self.blocks = min(-(-n // BLOCK), resident_blocks(kernels.compiled("blocked", "blocked_update")))
         ensure_fits(12 * n + 8 * self.blocks, f"the blocked iteration's vectors for {dg.name}")
         start = cp.full(n, 1.0 / n, dtype=cp.float32)
@@ -254,13 +255,12 @@ class BlockedIteration(FusedIteration):
 
     def launch_kernel(self):
         """acc zeroed, every segment's pass, then the pass over vertices: the whole iteration."""
-        i, n = self.count % 2, self.dg.num_vertices
+        i = self.count % 2
         x, new_x = self.xs[i], self.xs[1 - i]
         pull_segments(self.dg, x, self.acc, self.segment)   # acc zeroed by a memset: ~10x faster than by
         #                                                     blocked_update, which only reads it
         kernels.compiled("blocked", "blocked_update")((self.blocks,), (BLOCK,), (
-            self.acc, self.dg.out_degree, x, new_x, self.partials, self.finished, self.scalars, self.state,
-            self.changes, i32(HISTORY), np.float32(self.tol), i32(self.max_iter), i32(n), np.float32(self.damping)))
+            self.acc, self.dg.out_degree, x, new_x, *self._last_args()))
 
     def set_ranks(self, ranks) -> None:
         i = self.count % 2
@@ -316,7 +316,7 @@ def capture(step, iterations: int, stream) -> Captured:
 
 
 def replayed(step, iterations: int = REPLAYED) -> Captured:
-    """``iterations`` iterations of a whole-iteration object captured as one CUDA graph on a stream of its own."""
+    """``iterations`` iterations of a whole-iteration object as a CUDA graph on a stream of its own."""
     return capture(step, iterations, require_gpu().cuda.Stream(non_blocking=True))
 
 
@@ -337,82 +337,9 @@ def time_iterations(runs: dict, *, iterations: int = REPLAYED, trials: int = 15,
     return {label: timing.scaled(1.0 / iterations) for label, timing in timings.items()}
 
 
-def graph_iteration_ms(dg: DeviceGraph, name: str = "fused", iterations: int = 20, trials: int = 7, **settings):
+def graph_iteration_ms(dg: DeviceGraph, name: str = "fused", iterations: int = 20, trials: int = 7,
+                       **settings):
     """Timing (ms per iteration) of a whole-iteration variant replayed ``iterations`` at a time as one CUDA
     graph; ``settings`` go to its iteration class (medium_max, chunk, vertices_per_segment)."""
-    step = make_iteration(as_device_graph(dg, name), name, **settings)
-    return time_iterations({"graph": replayed(step, iterations)}, iterations=iterations, trials=trials)["graph"]
-
-
-def choose(dg, *, measure: bool = True) -> tuple[str, str]:
-    """The iteration ``pagerank_gpu`` runs when none is named, and why: fused where the rank vector fits in
-    half of L2; beyond, blocked only where timing both on this graph says it is faster (``measure=False``:
-    the size rule alone)."""
-    l2, vector = device_facts().l2_bytes, 4 * int(dg.num_vertices)
-    where = f"the {vector / 2**20:.1f} MiB rank vector against this GPU's {l2 / 2**20:.0f} MiB L2"
-    if vector <= l2 // 2:
-        return "fused", f"{where}: it fits, so one fused launch per iteration"
-    if not measure:
-        return "blocked", f"{where}: it does not fit, so source segments of {l2 // 2 / 2**20:.0f} MiB that do"
-    dg, names = as_device_graph(dg, "blocked"), ("blocked", "fused")
-    timings = time_iterations({name: replayed(make_iteration(dg, name), 4) for name in names}, iterations=4,
-                              trials=7)
-    verdict = verdict_on(timings["blocked"], timings["fused"])
-    ms = ", ".join(f"{name} {timings[name].median_ms:.3g} ms" for name in ("blocked", "fused"))
-    said = f"{verdict.sentence('blocked', 'fused')} ({ms} per iteration)"
-    if verdict.word == "faster":
-        return "blocked", f"{where}: it does not fit, and on this graph {said}"
-    return "fused", f"{where}: it does not fit, but on this graph segments do not pay: {said}"
-
-
-@dataclass(frozen=True)
-class GpuPageRankResult:
-    ranks: np.ndarray        # float32 ranks, copied back
-    iterations: int
-    residuals: np.ndarray    # L1 change per iteration
-    converged: bool
-    variant: str
-    why: str = ""            # why this variant ran, when pagerank_gpu chose it
-
-
-def _whole_number(value, what: str) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{what} must be a whole number of at least 1, got {value!r}")
-    return int(value)
-
-
-def pagerank_gpu(graph, name: str | Variant | None = None, damping: float = DAMPING, tol: float = 1e-6,
-                 max_iter: int = 1000, personalization=None, *, check_every: int = 8) -> GpuPageRankResult:
-    """PageRank on the GPU with the float64 reference's semantics and stop test (``tol=0``: exactly
-    ``max_iter`` iterations); with no variant named, the one ``choose`` picks, printed with why."""
-    cp = require_gpu()
-    tol = 0.0 if tol == 0 and not isinstance(tol, bool) else check_tol(tol)     # 0: exactly max_iter iterations
-    max_iter, check_every = _whole_number(max_iter, "max_iter"), _whole_number(check_every, "check_every")
-    why = ""
-    if name is None:
-        dg = as_device_graph(graph, "blocked")
-        name, why = choose(dg) if personalization is None else ("pull_hybrid", "personalised: an unfused variant")
-        print(f"pagerank_gpu: {name} ({why})")
-    dg = as_device_graph(graph, variant(name).name)
-    step = make_iteration(dg, name, damping, personalization, tol=tol, max_iter=max_iter)
-    if step.variant.iteration is not None:
-        # the host looks every check_every iterations, rounded up to an even number replayed as one CUDA graph
-        stream = cp.cuda.Stream(non_blocking=True)
-        per_graph = check_every + check_every % 2
-        cuda_graph = capture(step, per_graph, stream)        # its first two iterations ran while warming up
-        for _ in range(max_iter // per_graph + 1):           # the GPU stops itself by max_iter at the latest
-            if step.stopped_state()[0]:
-                break
-            cuda_graph.launch(stream)
-            stream.synchronize()
-    else:
-        for i in range(1, max_iter + 1):
-            step.run()
-            if i % check_every == 0 and step.stopped_state()[0]:
-                break
-    reason, count = step.stopped_state()
-    ranks = (step.ranks_after(count) if step.variant.iteration is not None else step.rank).get()
-    if reason != 1:
-        warnings.warn(f"{step.variant.name}: no L1 change below {tol:g} within max_iter={max_iter} iterations",
-                      NotConvergedWarning, stacklevel=2)
-    return GpuPageRankResult(ranks, count, step.residuals(count), reason == 1, step.variant.name, why)
+    graph = replayed(make_iteration(as_device_graph(dg, name), name, **settings), iterations)
+    return time_iterations({name: graph}, iterations=iterations, trials=trials)[name]

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from helpers.core.graph import check_seed
-from helpers.driver.device import DeviceGraph
+from helpers.driver.device import DeviceGraph, in_csr
 from helpers.measure.gpu import ensure_fits, require_gpu
 
 ORDERS = ("given", "random", "out-degree", "degree groups", "in-degree", "rcm")
@@ -49,9 +49,7 @@ def renumber(dg, perm, name: str | None = None):
     new_id = cp.empty(n, dtype=cp.int64)
     new_id[perm] = cp.arange(n, dtype=cp.int64)
     sources, targets = new_id[dg.in_sources], new_id[dg.in_targets]
-    in_offsets = cp.zeros(n + 1, dtype=cp.int32)
-    cp.cumsum(cp.bincount(targets, minlength=n), out=in_offsets[1:])
-    in_sources = (cp.sort(targets * n + sources) % n).astype(cp.int32)
+    in_offsets, in_sources = in_csr(targets, sources, n)
     del sources, targets
     arrays = SimpleNamespace(num_vertices=n, in_offsets=in_offsets, in_sources=in_sources,
                              out_degree=dg.out_degree[perm].astype(cp.int32), name=name or dg.name)

@@ -12,7 +12,8 @@ from helpers.core.reference import (DAMPING, l1_distance, pagerank, pagerank_ste
                                     verify_fixed_point)
 from helpers.core.suites import verification_graphs
 from helpers.driver.device import DeviceGraph
-from helpers.driver.iteration import NotConvergedWarning, make_iteration, pagerank_gpu
+from helpers.driver.iteration import NotConvergedWarning, make_iteration
+from helpers.driver.solve import pagerank_gpu
 from helpers.driver.variants import variant
 from helpers.measure.gpu import require_gpu
 
