@@ -1,19 +1,15 @@
-"""The GPU PageRank driver: one loop for every kernel the course teaches, so that lectures compare kernels,
-not loops. ``device``: the graph on the GPU and its memory model; ``variants``: the registry of sums over
-in-links; ``iteration``: one iteration per variant (``fused`` and ``blocked`` whole iterations registered
-there), the stop test on the GPU and ``pagerank_gpu``; ``verify``: against float64; ``compare``: timing tables.
-Every kernel is launched through ``helpers.kernels.compiled``, so a kernel a lecture cell defined is the one
-that runs, is timed and is verified here. Importing this package imports no CuPy."""
+"""The GPU PageRank driver: one loop for every kernel the course teaches (each launched through
+``helpers.kernels.compiled``), so that lectures compare kernels, not loops. Importing it imports no CuPy."""
 from helpers.core.graph import GraphTooLargeError
 from helpers.core.suites import verification_graphs
 from helpers.driver.compare import compare, float64_reference, graph_label, timed_row
 from helpers.driver.device import BLOCK, DeviceGraph, as_device_graph, blocks_for, device_bytes
 from helpers.driver.device_generators import rmat_device, web_like_device
 from helpers.driver.floors import BYTES_MODEL, bytes_per_iteration
-from helpers.driver.iteration import (BlockedIteration, FusedIteration, GpuPageRankResult, Iteration,
-                                      NotConvergedWarning, WorkPlan, capture, choose, graph_iteration_ms,
-                                      make_iteration, pagerank_gpu, replayed, resident_blocks,
-                                      time_iterations)
+from helpers.driver.iteration import (BlockedIteration, FusedIteration, Iteration, NotConvergedWarning,
+                                      WorkPlan, capture, graph_iteration_ms, make_iteration, replayed,
+                                      resident_blocks, time_iterations)
+from helpers.driver.solve import GpuPageRankResult, choose, pagerank_gpu
 from helpers.driver.variants import (VARIANTS, Variant, coo_cumsum, half_spmv, i32, pull_binned, pull_hybrid,
                                      pull_launcher, segment_size, variant, variants_for)
 from helpers.driver.verify import VerificationError, spmv_error, step_error, verify

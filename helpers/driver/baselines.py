@@ -1,11 +1,5 @@
-"""The baselines every kernel is compared with, each called the way a careful user would call it, and named.
-
-CPU: one interpreted addition per in-link (pure Python, lecture 03's lesson), NumPy, SciPy's CSR SpMV
-(single-threaded) and a multi-core Numba loop (parallel over vertices, as many threads as cores), with the
-CPU's model and core count. GPU: cuSPARSE with its descriptors and buffer prepared once (the fair library
-SpMV), cupyx.scipy.sparse's ``A @ x`` as a casual user gets it (descriptors built every call), and
-PyTorch's CSR SpMV where torch is installed. Whole-iteration loops never synchronise with the host.
-"""
+"""The baselines every kernel is compared with, each called as a careful user would: pure Python, NumPy and
+Numba on the CPU; cuSPARSE prepared once, cupyx.scipy.sparse and PyTorch's CSR SpMV on the GPU."""
 from __future__ import annotations
 
 import warnings
@@ -26,7 +20,8 @@ def python_step(graph, ranks, d=DAMPING):
     r = ranks.tolist()
     contrib = [r[u] / degree[u] if degree[u] else 0.0 for u in range(len(r))]
     base = (d * sum(r[u] for u in range(len(r)) if degree[u] == 0) + 1 - d) / len(r)
-    return [d * sum(contrib[sources[k]] for k in range(offsets[v], offsets[v + 1])) + base for v in range(len(r))]
+    return [d * sum(contrib[sources[k]] for k in range(offsets[v], offsets[v + 1])) + base
+            for v in range(len(r))]
 
 
 def numpy_step(graph, ranks, d=DAMPING):
@@ -67,8 +62,8 @@ def _numba_kernel():
 
 
 def numba_parallel(graph):
-    """A whole float64 iteration on every core (Numba, parallel over vertices), or None without Numba.
-    Returns (run, description); run() does one iteration from the same ranks each time."""
+    """(run, description): run() does one float64 iteration on every core (Numba) from the same ranks each
+    time; (None, why) without Numba."""
     try:
         import numba
     except ImportError:
@@ -82,35 +77,31 @@ def numba_parallel(graph):
 
 
 class PreparedSpMV:
-    """cuSPARSE's SpMV the way a careful user calls it: the matrix, vector descriptors and work buffer are
-    created once, and each call is the SpMV alone (y = A x), on the current stream."""
+    """cuSPARSE's SpMV as a careful user calls it: descriptors and buffer made once, each call the SpMV alone
+    (y = A x), on the current stream."""
 
     def __init__(self, dg, x, y):
         cp = require_gpu()
+        # deferred, like every CuPy import: CuPy is optional
         from cupy._core import _dtype
-        from cupy.cuda import device
-        from cupy_backends.cuda.libs import cusparse as lib
         from cupyx import cusparse
 
-        self._lib, self.x, self.y = lib, x, y
-        self.matrix = dg.in_matrix
-        self.handle = device.get_cusparse_handle()
+        lib = cp.cuda.cusparse                   # cupy_backends.cuda.libs.cusparse, loaded on first use
+        self._cp, self._lib, self.x, self.y, self.matrix = cp, lib, x, y, dg.in_matrix
+        self.handle = cp.cuda.device.get_cusparse_handle()
         self.alpha, self.beta = np.array(1.0, np.float32), np.array(0.0, np.float32)
         self.desc_a = cusparse.SpMatDescriptor.create(self.matrix)
         self.desc_x, self.desc_y = cusparse.DnVecDescriptor.create(x), cusparse.DnVecDescriptor.create(y)
-        self.op = lib.CUSPARSE_OPERATION_NON_TRANSPOSE
-        self.dtype = _dtype.to_cuda_dtype(np.dtype(np.float32))
-        self.alg = getattr(lib, "CUSPARSE_SPMV_ALG_DEFAULT", getattr(lib, "CUSPARSE_MV_ALG_DEFAULT", 0))
-        size = lib.spMV_bufferSize(self.handle, self.op, self.alpha.ctypes.data, self.desc_a.desc, self.desc_x.desc,
-                                   self.beta.ctypes.data, self.desc_y.desc, self.dtype, self.alg)
-        self.buffer = cp.empty(max(int(size), 1), dtype=cp.int8)
-        self._cp = cp
+        alg = getattr(lib, "CUSPARSE_SPMV_ALG_DEFAULT", getattr(lib, "CUSPARSE_MV_ALG_DEFAULT", 0))
+        # spMV's arguments but the buffer: the arrays and descriptors above keep their pointers valid
+        self.args = (self.handle, lib.CUSPARSE_OPERATION_NON_TRANSPOSE, self.alpha.ctypes.data,
+                     self.desc_a.desc, self.desc_x.desc, self.beta.ctypes.data, self.desc_y.desc,
+                     _dtype.to_cuda_dtype(np.dtype(np.float32)), alg)
+        self.buffer = cp.empty(max(int(lib.spMV_bufferSize(*self.args)), 1), dtype=cp.int8)
 
     def __call__(self):
-        lib = self._lib
-        lib.setStream(self.handle, self._cp.cuda.get_current_stream().ptr)
-        lib.spMV(self.handle, self.op, self.alpha.ctypes.data, self.desc_a.desc, self.desc_x.desc,
-                 self.beta.ctypes.data, self.desc_y.desc, self.dtype, self.alg, self.buffer.data.ptr)
+        self._lib.setStream(self.handle, self._cp.cuda.get_current_stream().ptr)
+        self._lib.spMV(*self.args, self.buffer.data.ptr)
 
 
 def torch_spmv(dg, x):
@@ -123,12 +114,10 @@ def torch_spmv(dg, x):
         return None, f"PyTorch cannot be imported here ({type(error).__name__}: {str(error)[:80]})"
     if not torch.cuda.is_available():
         return None, "PyTorch sees no CUDA GPU (a CPU-only build?)"
-
     crow, col = torch.from_dlpack(dg.in_offsets), torch.from_dlpack(dg.in_sources)
     values = torch.ones(dg.num_edges, dtype=torch.float32, device=crow.device)
-    # The arrays were checked when the DeviceGraph was built, so torch's own invariant check is skipped. PyTorch
-    # prints two notices here that say nothing about this call: CSR support "is in beta", and (2.11) that the
-    # checks are "implicitly disabled" even when check_invariants=False says so explicitly.
+    # DeviceGraph checked the arrays, so torch's check is skipped; its notices (CSR "is in beta", and in 2.11
+    # checks "implicitly disabled" even when said explicitly) say nothing about this call
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*[Ss]parse CSR tensor support is in beta.*")
         warnings.filterwarnings("ignore", message=".*[Ss]parse invariant checks are implicitly disabled.*")
@@ -139,8 +128,8 @@ def torch_spmv(dg, x):
 
 
 def cupyx_iteration(dg):
-    """A whole PageRank iteration written with cupyx.scipy.sparse alone, as one would without a kernel: the
-    matrix holds 1 / out-degree, and nothing waits for the host (the dangling mass is a dot product)."""
+    """A whole PageRank iteration with cupyx.scipy.sparse alone (the matrix holds 1 / out-degree); nothing in
+    it waits for the host."""
     cp = require_gpu()
     import cupyx.scipy.sparse as sparse
 

@@ -1,6 +1,5 @@
-"""Timing tables: each variant on one graph, checked against the float64 reference and timed three ways
-(one launch, the kernel back to back, the whole iteration back to back; whole-iteration variants also as a
-CUDA graph), with effective bandwidth by the byte model and the multiple of the random-gather floor."""
+"""Timing tables: each variant on one graph, checked against the float64 reference and timed (one launch, the
+kernel and the whole iteration back to back, whole-iteration variants also as CUDA graphs)."""
 from __future__ import annotations
 
 import warnings
@@ -13,10 +12,14 @@ from helpers.core.reference import DAMPING, iterate, l1_distance, max_abs_diff, 
 from helpers.driver.baselines import PreparedSpMV, torch_spmv
 from helpers.driver.device import DeviceGraph, as_device_graph
 from helpers.driver.floors import BYTES_MODEL, bytes_per_iteration
-from helpers.driver.iteration import (NotConvergedWarning, graph_iteration_ms, make_iteration, pagerank_gpu,
-                                      replayed, time_iterations)
+from helpers.driver.iteration import (NotConvergedWarning, graph_iteration_ms, make_iteration, replayed,
+                                      time_iterations)
+from helpers.driver.solve import pagerank_gpu
 from helpers.driver.variants import variant
-from helpers.measure.gpu import Timing, device_facts, ensure_fits, require_gpu, time_back_to_back, time_gpu
+from helpers.measure.gpu import Timing, device_facts, ensure_fits, require_gpu, time_gpu
+
+WHOLE = ("fused", "blocked")      # the course's whole-iteration variants, replayed as CUDA graphs
+LIBRARY_REPLAYED = 10             # iterations per captured graph in the head-to-head with the libraries
 
 
 def graph_label(graph) -> str:
@@ -26,8 +29,8 @@ def graph_label(graph) -> str:
 
 
 def float64_reference(dg: DeviceGraph, tol: float = 1e-10, max_iter: int = 1000) -> np.ndarray:
-    """The float64 reference ranks: on the CPU from the host graph if there is one, else the same float64 step
-    (``reference.pagerank_step``) on the GPU, for graphs built on the GPU and too big for the CPU."""
+    """The float64 reference ranks: on the CPU from the host graph if there is one, else the same float64
+    step on the GPU (for graphs built there, too big for the CPU)."""
     if dg.graph is not None:
         return pagerank(dg.graph, tol=tol, max_iter=max_iter).ranks
     cp = require_gpu()
@@ -40,31 +43,21 @@ def float64_reference(dg: DeviceGraph, tol: float = 1e-10, max_iter: int = 1000)
 
 
 def timed_row(dg: DeviceGraph, name: str, *, launches: int, trials: int) -> dict:
-    """One launch, the kernel back to back and the whole iteration back to back, as Timings."""
+    """Timings of one launch, and of the kernel and the whole iteration back to back (interleaved)."""
     step = make_iteration(dg, name)
     return {"launch": time_gpu(step.launch_kernel, repeat=launches),
-            "kernel": time_back_to_back(step.launch_kernel, launches=launches, trials=trials),
-            "iteration": time_back_to_back(step.run, launches=launches, trials=trials)}
-
-
-def _gbps(dg, timing: Timing) -> Timing:
-    """Effective bandwidth by the byte model, per trial: GB/s as a Timing of rates."""
-    return Timing.of(bytes_per_iteration(dg.num_vertices, dg.num_edges) / (timing.samples_ms * 1e-3) / 1e9)
+            **time_iterations({"kernel": step.launch_kernel, "iteration": step}, iterations=1, trials=trials,
+                              launches=launches)}
 
 
 def compare(graph, names, *, tol: float = 1e-6, launches: int = 20, trials: int = 7, reference=None,
             floor=None, graph_replay: bool = True):
-    """Time and check each variant on one graph: a DataFrame, one row per variant, with Timings ``launch``
-    (as a caller sees it), ``kernel`` (the GPU's time unless shorter than the host's issue time) and
-    ``iteration`` (whole iterations back to back); a whole-iteration variant also gets a row for its CUDA-graph
-    replay. Iterations to the L1 stop test, distance to the float64 reference, GB/s by the byte model and
-    the iteration as a multiple of ``floor`` (the random-gather floor's Timing, if given). Its attrs say
-    which GPU, graph and stop test."""
-
+    """A DataFrame, a row per variant (and per CUDA-graph replay): its ``timed_row``, iterations to ``tol``,
+    distance to the float64 reference, GB/s by the byte model, and the multiple of ``floor`` if given."""
     dg = as_device_graph(graph)
     reference = reference if reference is not None else float64_reference(dg)
     reference = getattr(reference, "ranks", reference)
-    rows = []
+    rows, model = [], bytes_per_iteration(dg.num_vertices, dg.num_edges)
     for name in names:
         timed = timed_row(dg, name, launches=launches, trials=trials)
         with warnings.catch_warnings():
@@ -79,7 +72,7 @@ def compare(graph, names, *, tol: float = 1e-6, launches: int = 20, trials: int 
                    "iterations": result.iterations, "converged": result.converged,
                    "max_abs_diff": max_abs_diff(result.ranks, reference),
                    "l1_distance": l1_distance(result.ranks, reference),
-                   "model_GBps": _gbps(dg, times["iteration"])}
+                   "model_GBps": Timing.of(model / (times["iteration"].samples_ms * 1e-3) / 1e9)}
             if floor is not None:
                 row["x_gather_floor"] = times["iteration"].scaled(1 / floor.median_ms)
             rows.append(row)
@@ -91,11 +84,6 @@ def compare(graph, names, *, tol: float = 1e-6, launches: int = 20, trials: int 
                f"('launch': {launches} single launches); model_GBps counts {BYTES_MODEL} per iteration",
         floor=None if floor is None else f"random-gather floor {floor} (x_gather_floor = iteration / floor)")
     return table
-
-
-WHOLE = ("fused", "blocked")      # the course's whole-iteration variants, replayed as CUDA graphs
-
-LIBRARY_REPLAYED = 10             # iterations per captured graph in the head-to-head with the libraries
 
 
 def libraries(dg, x, y) -> dict:
@@ -114,9 +102,10 @@ def head_to_head(dg, args, floor, cp, names=WHOLE) -> dict:
     x = cp.full(dg.num_vertices, 1.0 / dg.num_vertices, dtype=cp.float32)
     y = cp.empty_like(x)
     runs = {name: replayed(make_iteration(dg, name), LIBRARY_REPLAYED) for name in names}
-    runs |= libraries(dg, x, y)                                     # each called LIBRARY_REPLAYED times per trial
+    runs |= libraries(dg, x, y)                           # each called LIBRARY_REPLAYED times per trial
     timings = time_iterations(runs, iterations=LIBRARY_REPLAYED, trials=args.trials,
-                                 launches=max(1, args.launches // LIBRARY_REPLAYED))
+                              launches=max(1, args.launches // LIBRARY_REPLAYED))
     best = min(names, key=lambda n: timings[n].median_ms)
-    rows = [{"what": name, "ms": t, "x_gather_floor": t.median_ms / floor.gather.median_ms} for name, t in timings.items()]
+    rows = [{"what": name, "ms": t, "x_gather_floor": t.median_ms / floor.gather.median_ms}
+            for name, t in timings.items()]
     return {"timings": timings, "best": best, "rows": rows}

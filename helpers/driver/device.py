@@ -33,9 +33,8 @@ def segment_size(dg=None, *, l2_bytes: int | None = None) -> int:
 
 
 def segment_bytes(num_vertices: int, num_edges: int, vertices_per_segment: int) -> tuple[int, int]:
-    """(kept, peak while built) in bytes of ``DeviceGraph.segments``: every in-link's source once, and each
-    segment's rows and offsets, an upper bound (min(E, segments x N) rows in all); built one segment at a
-    time, with a mask, a prefix sum over all in-links and per-row counts (5 B per in-link, 8 per vertex)."""
+    """(kept, peak while built) bytes of ``DeviceGraph.segments``, upper bounds: at most min(E, segments x N)
+    rows; one segment at a time, with a mask, a prefix sum over the in-links and per-row counts."""
     n, e = int(num_vertices), int(num_edges)
     count = -(-n // max(1, int(vertices_per_segment)))
     rows = min(e, count * n)
@@ -44,51 +43,37 @@ def segment_bytes(num_vertices: int, num_edges: int, vertices_per_segment: int) 
     return kept, kept + building
 
 
-def _plan_bytes(n: int, e: int) -> tuple[int, int]:
-    """(kept, peak while built) of the fused iteration's WorkPlan (iteration.py, its defaults) over n rows and
-    e in-links; upper bounds: medium rows have over 32 in-links, heavy ones over 1,024, split every 16,384;
-    every array takes at least 512 bytes."""
-    medium = min(n, e // 33)
-    groups = e // 16384 + 1
-    tasks = e // 1025 + groups
-    kept = 4 * medium + 20 * tasks + 12 * groups + 5 * 512
-    return kept, kept + 7 * n + 12 * medium            # in-degrees, 3 masks, int64 indices
-
-
 def _layout_bytes(name: str, n: int, e: int, segment: int, host_out_csr: bool) -> tuple[int, int, int]:
     """(kept, peak while built, extra in each iteration) of what an unfused variant builds on first use."""
-    chunk = min(e, EDGE_CHUNK)
-    if name in ("scan_naive", "push_atomic"):                 # the out-CSR, sorted on the GPU unless given
-        kept = 4 * (n + 1) + 4 * e
-        return kept, kept if host_out_csr else max(16 * e, 12 * e + 4 * n, 8 * e + 12 * chunk), 0
-    if name == "pull_interleaved":                            # (source, out-degree) pairs, from a gather
-        return 8 * e, 12 * e, 0
-    if name == "coo_atomic":                                  # in_targets, EDGE_CHUNK at a time
-        return 4 * e, 4 * e + 12 * chunk, 0
-    if name == "coo_cumsum":                                  # a float64 prefix sum over all in-links
-        return 0, 0, max(16 * e, 8 * e + 24 * n)
-    if name == "cusparse":                                    # float32 ones; cuSPARSE's result vector
-        return 4 * e, 4 * e, 5 * n
-    if name == "pull_binned":                                 # in_degree and the three vertex lists
-        return 8 * n, 17 * n, 0
-    if name == "pull_segmented":
-        kept, peak = segment_bytes(n, e, segment)
-        return kept, peak, 0
-    if name in ("pull_f16", "pull_bf16"):                     # the 16-bit contributions
-        return 2 * n + 512, 2 * n + 512, 0
-    return 0, 0, 0
+    chunk, out_csr = min(e, EDGE_CHUNK), 4 * (n + 1) + 4 * e
+    sorting = out_csr if host_out_csr else max(16 * e, 12 * e + 4 * n, 8 * e + 12 * chunk)
+    layouts = {
+        "scan_naive": (out_csr, sorting, 0),                  # the out-CSR, sorted on the GPU unless given
+        "pull_interleaved": (8 * e, 12 * e, 0),               # (source, out-degree) pairs, from a gather
+        "coo_atomic": (4 * e, 4 * e + 12 * chunk, 0),         # in_targets, EDGE_CHUNK at a time
+        "coo_cumsum": (0, 0, max(16 * e, 8 * e + 24 * n)),    # a float64 prefix sum over all in-links
+        "cusparse": (4 * e, 4 * e, 5 * n),                    # float32 ones; cuSPARSE's result vector
+        "pull_binned": (8 * n, 17 * n, 0),                    # in_degree and the three vertex lists
+        "pull_segmented": (*segment_bytes(n, e, segment), 0),
+        "pull_f16": (2 * n + 512, 2 * n + 512, 0)}            # the 16-bit contributions
+    layouts["push_atomic"], layouts["pull_bf16"] = layouts["scan_naive"], layouts["pull_f16"]
+    return layouts.get(name, (0, 0, 0))
 
 
-def _peak_bytes(n: int, e: int, name: str, offset_bytes: int, host_out_csr: bool) -> int:
-    """``device_bytes``, phase by phase: the graph, then the largest of what is alive while the layout is
-    built, while the iteration's vectors are made and while it runs (each in the order the code does it)."""
-    graph = offset_bytes * (n + 1) + 4 * (e + PAD) + 4 * n
+def device_bytes(num_vertices: int, num_edges: int, variant: str = "fused", *, offset_bytes: int = 4,
+                 host_out_csr: bool = False) -> int:
+    """Peak GPU bytes of building a DeviceGraph for ``variant`` and running it with ``pagerank_gpu``, an upper
+    bound; segments as on this GPU (with none, a T4's), the out-CSR sorted on the GPU unless a host one."""
+    n, e, name = int(num_vertices), int(num_edges), getattr(variant, "name", variant)
+    graph = int(offset_bytes) * (n + 1) + 4 * (e + PAD) + 4 * n
     checks = 5 * n                                   # the offsets' differences and their mask
     segment = segment_size() if has_gpu() else segment_size(l2_bytes=T4_L2_BYTES)
-    if name == "fused":        # two rank and two contribution vectors, the dangling vector and its mask
-        plan_kept, plan_peak = _plan_bytes(n, e)
-        return graph + max(checks, plan_peak, plan_kept + 21 * n) + SMALL
-    if name == "blocked":      # two x vectors, acc, dangling; the ranks read back (17N) at the end
+    if name == "fused":    # the WorkPlan (medium rows over 32 in-links, heavy over 1,024, split every 16,384)
+        medium, groups = min(n, e // 33), e // 16384 + 1
+        plan = 4 * medium + 20 * (e // 1025 + groups) + 12 * groups + 5 * 512     # 512 bytes at least each
+        # building the plan (in-degrees, 3 masks, int64 indices); two rank and contribution vectors, dangling
+        return graph + max(checks, plan + 7 * n + 12 * medium, plan + 21 * n) + SMALL
+    if name == "blocked":  # two x vectors, acc, dangling; the ranks read back (17N) at the end
         seg_kept, seg_peak = segment_bytes(n, e, segment)
         return graph + max(checks, seg_peak, seg_kept + 33 * n) + SMALL
     kept, built, per_iteration = _layout_bytes(name, n, e, segment, host_out_csr)
@@ -96,23 +81,9 @@ def _peak_bytes(n: int, e: int, name: str, offset_bytes: int, host_out_csr: bool
     return graph + max(checks, own + built, own + 4 * n + kept + max(n, per_iteration)) + SMALL
 
 
-def device_bytes(num_vertices: int, num_edges: int, variant: str = "fused", *,
-                 offset_bytes: int = 4) -> int:
-    """GPU memory, in bytes, at the peak of building a DeviceGraph for ``variant`` and running it with
-    ``pagerank_gpu``: the in-CSR and out-degrees (int32, or ``offset_bytes=8``), the variant's own layout
-    with its build's temporaries, and the iteration's vectors. An upper bound where the graph decides
-    (rows per segment, medium rows); blocked and pull_segmented count this GPU's segments (with no GPU, a
-    T4's: the most). push_atomic and scan_naive count an out-CSR sorted on the GPU (a helpers.core.graph.Graph
-    brings its own)."""
-    name = getattr(variant, "name", variant)
-    return _peak_bytes(int(num_vertices), int(num_edges), name, int(offset_bytes), host_out_csr=False)
-
-
 def source_segments(xp, in_offsets, in_sources, num_vertices: int, vertices_per_segment: int) -> list:
-    """The in-links split by source into segments of ``vertices_per_segment`` sources, with NumPy or CuPy
-    (``xp``): for each segment with in-links, int32 (rows, offsets, sources), its rows ascending, its own
-    in-CSR over them, the sources in in-CSR order. One segment at a time, counted with one prefix sum over
-    the in-links, so that the memory it needs is known in advance (``segment_bytes``)."""
+    """The in-links split by source into segments (NumPy or CuPy ``xp``): for each non-empty one, int32 rows
+    (ascending), offsets and sources, its own in-CSR; one segment at a time (``segment_bytes``)."""
     n, key, e = int(num_vertices), int(vertices_per_segment), int(in_sources.size)
     if key < 1:
         raise ValueError(f"vertices_per_segment must be at least 1, got {key}")
@@ -145,8 +116,7 @@ def edge_targets(xp, in_offsets, start: int, stop: int):
 
 
 def out_csr_arrays(xp, in_offsets, in_sources, out_degree, num_vertices: int):
-    """(out_offsets, out_targets), int32, from the in-CSR (NumPy or CuPy): one in-place sort of int64 keys
-    (source, then target), the targets added EDGE_CHUNK in-links at a time."""
+    """(out_offsets, out_targets), int32, from the in-CSR (NumPy or CuPy): one in-place sort of int64 keys."""
     n, e = int(num_vertices), int(in_sources.size)
     keys = xp.empty(e, dtype=xp.int64)
     keys[...] = in_sources
@@ -161,6 +131,14 @@ def out_csr_arrays(xp, in_offsets, in_sources, out_degree, num_vertices: int):
     return offsets, keys.astype(xp.int32)
 
 
+def in_csr(targets, sources, n: int):
+    """(in_offsets, in_sources), int32 CuPy arrays, of the edges sources -> targets (int64 CuPy arrays)."""
+    cp = require_gpu()
+    in_offsets = cp.zeros(n + 1, dtype=cp.int32)
+    cp.cumsum(cp.bincount(targets, minlength=n), out=in_offsets[1:])
+    return in_offsets, (cp.sort(targets * n + sources) % n).astype(cp.int32)    # sources ascending
+
+
 def _index_array(xp, array, what: str, size: int, upper: int):
     """An int32 array of ``size`` entries in [0, upper], converted safely or refused with a message."""
     if array.ndim != 1 or array.size != size:
@@ -172,16 +150,9 @@ def _index_array(xp, array, what: str, size: int, upper: int):
     return xp.ascontiguousarray(xp.asarray(array), dtype=xp.int32)
 
 
-def _reused(cp, array) -> bool:
-    """Whether DeviceGraph keeps ``array`` itself (a 1-D contiguous int32 CuPy array) rather than a copy."""
-    return (isinstance(array, cp.ndarray) and array.ndim == 1 and array.dtype == cp.int32
-            and array.flags.c_contiguous)
-
-
 class DeviceGraph:
-    """A graph's in-CSR and out-degrees on the GPU, int32, checked. ``graph`` is a ``helpers.core.graph.Graph``
-    or anything with ``num_vertices``, ``in_offsets``, ``in_sources``, ``out_degree`` (NumPy or CuPy) and a
-    ``name``; ``variant`` says which variant's memory to check up front (``device_bytes``)."""
+    """A graph's in-CSR and out-degrees on the GPU, int32, checked, from a ``Graph`` or anything with its
+    arrays (NumPy or CuPy); ``variant``: whose memory to check up front (``device_bytes``)."""
 
     def __init__(self, graph, *, variant: str = "fused", name: str | None = None):
         cp = require_gpu()
@@ -193,9 +164,10 @@ class DeviceGraph:
             raise GraphTooLargeError(f"{label}: {e:,} edges need int64 offsets; the course's kernels index "
                                      "edges with int32 (at most 2,147,483,647 edges)")
         xp = cp if isinstance(graph.in_sources, cp.ndarray) else np
-        # CuPy offsets and out-degrees already int32 are kept as they are; the in-links are always copied
-        held = sum(a.nbytes for a in (graph.in_offsets, graph.out_degree) if _reused(cp, a))
-        need = _peak_bytes(n, e, getattr(variant, "name", variant), 4, host_out_csr=isinstance(graph, Graph))
+        # CuPy offsets and out-degrees already int32, 1-D, contiguous are kept; the in-links are always copied
+        held = sum(a.nbytes for a in (graph.in_offsets, graph.out_degree) if isinstance(a, cp.ndarray)
+                   and a.ndim == 1 and a.dtype == cp.int32 and a.flags.c_contiguous)
+        need = device_bytes(n, e, variant, host_out_csr=isinstance(graph, Graph))
         ensure_fits(need - held, f"{label} with {getattr(variant, 'name', variant)}")
         in_offsets = cp.asarray(_index_array(xp, graph.in_offsets, "in_offsets", n + 1, e))
         in_sources = _index_array(xp, graph.in_sources, "in_sources", e, n - 1)
@@ -233,8 +205,7 @@ class DeviceGraph:
 
     @cached_property
     def out_csr(self):
-        """(out_offsets, out_targets): the out-links, for push and scan; from the host graph if there is one,
-        else sorted on the GPU (``out_csr_arrays``: 16 bytes per in-link at its peak)."""
+        """(out_offsets, out_targets), for push and scan: the host graph's, else sorted on the GPU."""
         cp = require_gpu()
         n, e = self.num_vertices, self.num_edges
         self.fits(_layout_bytes("push_atomic", n, e, 1, self.graph is not None)[1], "the out-CSR")
@@ -251,8 +222,7 @@ class DeviceGraph:
 
     @cached_property
     def in_targets(self):
-        """The target of every in-link, in in-CSR order: with in_sources, the edge list (COO). Found
-        EDGE_CHUNK in-links at a time, so that no whole-graph int64 temporary is needed."""
+        """The target of every in-link, in in-CSR order (with in_sources, the COO edge list)."""
         cp = require_gpu()
         e = self.num_edges
         self.fits(_layout_bytes("coo_atomic", self.num_vertices, e, 1, False)[1], "the in-link targets")
@@ -264,8 +234,7 @@ class DeviceGraph:
 
     def bins(self, thread_max: int = 32, warp_max: int = 1024):
         """Vertex lists by in-degree: light (< thread_max), medium (< warp_max), heavy (the rest)."""
-        cp = require_gpu()
-        degree = self.in_degree
+        cp, degree = require_gpu(), self.in_degree
         return tuple(cp.flatnonzero(mask).astype(cp.int32) for mask in
                      (degree < thread_max, (degree >= thread_max) & (degree < warp_max), degree >= warp_max))
 
@@ -277,15 +246,13 @@ class DeviceGraph:
 
     @cached_property
     def half_buffers(self):
-        """(scale, 16-bit contributions): scale[0] the factor to_f16 applies, scale[1] its inverse
-        (lecture 40)."""
+        """(scale, 16-bit contributions): scale[0] the factor to_f16 applies, scale[1] its inverse."""
         cp = require_gpu()
         self.fits(2 * self.num_vertices + 8, "the 16-bit contributions")
         return cp.ones(2, dtype=cp.float32), cp.empty(self.num_vertices, dtype=cp.uint16)
 
     def in_matrix_of(self, dtype=np.float32):
-        """The in-link matrix as cupyx.scipy.sparse CSR of ones of ``dtype`` (cuSPARSE's view of the
-        graph)."""
+        """The in-link matrix as a cupyx.scipy.sparse CSR matrix of ones of ``dtype``."""
         cp = require_gpu()
         import cupyx.scipy.sparse as sparse
 
@@ -299,9 +266,7 @@ class DeviceGraph:
         return self.in_matrix_of(np.float32)
 
     def segments(self, vertices_per_segment: int):
-        """The in-links split by source into segments of ``vertices_per_segment`` sources: for each, the rows
-        it touches and its own in-CSR over them (rows, offsets, sources), in CuPy arrays. Built on the GPU
-        one segment at a time (``source_segments``), after checking ``segment_bytes`` against free memory."""
+        """(rows, offsets, sources) of each segment of ``vertices_per_segment`` sources, built once."""
         cp = require_gpu()
         key = int(vertices_per_segment)
         cache = self.__dict__.setdefault("_segments", {})

@@ -1,21 +1,18 @@
 """Graphs generated and laid out on the GPU with CuPy: R-MAT and linked copies of the web-like stand-in."""
-
 from types import SimpleNamespace
 
 import numpy as np
 
 from helpers.core.generators import web_graph
 from helpers.core.graph import check_seed
+from helpers.driver.device import in_csr
 from helpers.measure.gpu import ensure_fits, require_gpu
 
 
 def rmat_device(num_vertices: int, num_edges: int, seed: int = 0, *, a: float = 0.5, b: float = 0.2,
                 c: float = 0.2, batch: int = 1 << 26, name: str | None = None):
-    """An R-MAT graph generated and laid out on the GPU with CuPy: exactly ``num_edges`` distinct edges
-    (duplicates and self-loops dropped), vertex ids relabelled by two random permutations (in-hubs and
-    out-hubs are different pages, as in ``rmat_graph``). Returns the in-CSR and out-degrees as CuPy arrays in a
-    graph-like namespace (wrap it once in ``driver.DeviceGraph``): hundreds of millions of edges take seconds. Vertices without
-    edges are kept, so there are isolated and dangling vertices, as R-MAT makes them."""
+    """An R-MAT graph made on the GPU (seconds for 10**8 edges): exactly ``num_edges`` distinct edges, no
+    self-loops, ids permuted as in ``rmat_graph``; its in-CSR and out-degrees in a graph-like namespace."""
     seed = check_seed(seed)
     cp = require_gpu()
     n, m = int(num_vertices), int(num_edges)
@@ -42,24 +39,20 @@ def rmat_device(num_vertices: int, num_edges: int, seed: int = 0, *, a: float = 
         keys = cp.unique(cp.concatenate([keys, rows[ok] * n + cols[ok]]))
         del rows, cols, r, ok
     keys = cp.sort(keys[cp.argsort(rng.random(keys.size))[:m]])      # exactly m, a random subset
-    source_label, target_label = cp.argsort(rng.random(n)), cp.argsort(rng.random(n))   # random permutations
+    source_label, target_label = cp.argsort(rng.random(n)), cp.argsort(rng.random(n))   # permutations
     sources, targets = source_label[keys // n], target_label[keys % n]
     del keys
     out_degree = cp.bincount(sources, minlength=n).astype(cp.int32)
-    in_offsets = cp.zeros(n + 1, dtype=cp.int32)
-    cp.cumsum(cp.bincount(targets, minlength=n), out=in_offsets[1:])
-    in_sources = (cp.sort(targets * n + sources) % n).astype(cp.int32)   # grouped by target, sources ascending
+    in_offsets, in_sources = in_csr(targets, sources, n)
     del sources, targets
     return SimpleNamespace(num_vertices=n, num_edges=m, in_offsets=in_offsets, in_sources=in_sources,
-                           out_degree=out_degree, name=name or f"R-MAT on the GPU (n={n:,}, m={m:,}, seed={seed})")
+                           out_degree=out_degree,
+                           name=name or f"R-MAT on the GPU (n={n:,}, m={m:,}, seed={seed})")
 
 
 def web_like_device(copies: int, seed: int = 0, *, cross_share: float = 0.25, base=None):
-    """A web-like graph too big for a lecture to build on the CPU, built on the GPU: ``copies`` copies of the
-    web-like stand-in (``web_graph``), side by side in id order as a crawl of many sites would number them,
-    with a share ``cross_share`` of links sent to the same page of another copy, so the copies form one graph.
-    Keeps the stand-in's degrees and crawl-like locality; R-MAT has none. Returns CuPy arrays in a graph-like
-    namespace, as ``rmat_device`` does."""
+    """``copies`` copies of the web-like stand-in side by side, built on the GPU, a share ``cross_share`` of
+    links sent to the same page of another copy: its degrees and crawl-like locality, at any size."""
     seed = check_seed(seed)
     cp = require_gpu()
     base = base if base is not None else web_graph(seed=seed)
@@ -72,16 +65,18 @@ def web_like_device(copies: int, seed: int = 0, *, cross_share: float = 0.25, ba
     sources = cp.asarray(base.in_sources, dtype=cp.int64)
     copy = cp.repeat(cp.arange(copies, dtype=cp.int64), e)
     moved = rng.random(copies * e) < cross_share
-    target_copy = cp.where(moved, (copy + 1 + (rng.random(copies * e) * (copies - 1)).astype(cp.int64)) % copies,
-                           copy) if copies > 1 else copy
+    target_copy = cp.where(moved, (copy + 1 + (rng.random(copies * e) * (copies - 1)).astype(cp.int64))
+                           % copies, copy) if copies > 1 else copy
     big_n = copies * n
-    keys = cp.sort((target_copy * n + cp.tile(targets, copies)) * big_n + copy * n + cp.tile(sources, copies))
+    keys = cp.sort((target_copy * n + cp.tile(targets, copies)) * big_n
+                   + copy * n + cp.tile(sources, copies))
     del moved, target_copy, copy
     in_offsets = cp.zeros(big_n + 1, dtype=cp.int32)
     cp.cumsum(cp.bincount(keys // big_n, minlength=big_n), out=in_offsets[1:])
     in_sources = (keys % big_n).astype(cp.int32)
     del keys
     out_degree = cp.tile(cp.asarray(base.out_degree, dtype=cp.int32), copies)
-    return SimpleNamespace(num_vertices=big_n, num_edges=copies * e, in_offsets=in_offsets, in_sources=in_sources,
-                           out_degree=out_degree, name=f"web-like graph, {copies} linked copies of the stand-in "
-                                                       f"(n={big_n:,}, m={copies * e:,}, seed={seed})")
+    return SimpleNamespace(num_vertices=big_n, num_edges=copies * e, in_offsets=in_offsets,
+                           in_sources=in_sources, out_degree=out_degree,
+                           name=f"web-like graph, {copies} linked copies of the stand-in "
+                                f"(n={big_n:,}, m={copies * e:,}, seed={seed})")

@@ -1,28 +1,22 @@
-"""One PageRank iteration per variant, the stop test on the GPU, CUDA-graph capture, and ``pagerank_gpu``.
-
-Unfused variants: (contributions) -> the variant's sum over in-links -> new rank = d * pulled + (d * dangling
-mass + 1 - d) / n -> L1 change -> the stop test. ``fused`` does all of it in ONE launch; ``blocked`` in a memset,
-one pass per L2-sized source segment and one pass over vertices. Ranks are float32 on the GPU; the host looks
-at the stop test only every ``check_every`` iterations.
-"""
+"""One PageRank iteration per variant (float32 ranks on the GPU), the stop test on the GPU, and timing
+iterations, CUDA-graph replays among them."""
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
 from helpers import kernels
-from helpers.core.reference import DAMPING, ConvergenceWarning, check_damping, check_tol, teleport_vector
+from helpers.core.reference import DAMPING, ConvergenceWarning, check_damping, teleport_vector
 from helpers.driver.device import BLOCK, HISTORY, UNFUSED_VERTEX, DeviceGraph, as_device_graph, blocks_for
 from helpers.driver.variants import Variant, i32, pull_segments, register, segment_size, variant
 from helpers.measure import gpu
-from helpers.measure.gpu import device_facts, ensure_fits, require_gpu, time_back_to_back
-from helpers.measure.verdicts import compare as verdict_on
+from helpers.measure.gpu import device_facts, ensure_fits, require_gpu
 
 NotConvergedWarning = ConvergenceWarning   # the reference's warning: stopped at max_iter before the test held
-LIGHT_MAX = 32      # the whole-iteration kernels' LIGHT_MAX: rows with at most this many in-links get a thread
+LIGHT_MAX = 32      # as in the whole-iteration kernels: rows with at most this many in-links get a thread
+REPLAYED = 20       # iterations a CUDA graph records for timing (``replayed``)
 
 
 @lru_cache(maxsize=None)
@@ -32,8 +26,14 @@ def _elementwise():
         "float32 pulled, float32 dangling_mass, float32 d, float32 teleport, int32 stopped, float32 rank",
         "float32 out", "out = stopped ? rank : d * pulled + (d * dangling_mass + (1.0f - d)) * teleport",
         "pagerank_update")
-    absdiff = cp.ElementwiseKernel("float32 a, float32 b", "float32 out", "out = fabsf(a - b)", "pagerank_absdiff")
-    return update, absdiff
+    return update, cp.ElementwiseKernel("float32 a, float32 b", "float32 out", "out = fabsf(a - b)",
+                                        "pagerank_absdiff")
+
+
+def _contributions(dg: DeviceGraph, rank, out) -> None:
+    """Launch ``contributions``: out = rank / out-degree (0 for a dangling vertex)."""
+    n = dg.num_vertices
+    kernels.compiled("contributions")(blocks_for(n), (BLOCK,), (rank, dg.out_degree, out, i32(n)))
 
 
 class Stopping:
@@ -41,28 +41,25 @@ class Stopping:
     iterations run), and the ring of the last HISTORY L1 changes. tol = 0: never stops (for timing)."""
 
     def init_stopping(self, tol: float, max_iter: int):
+        """The stop test's buffers; then every buffer is ready for any stream that launches next."""
         cp = require_gpu()
         self.tol, self.max_iter = float(tol), int(max_iter)
         self.state = cp.zeros(2, dtype=cp.int32)
         self.changes = cp.full(HISTORY, cp.nan, dtype=cp.float32)
+        cp.cuda.get_current_stream().synchronize()
 
     def stopped_state(self) -> tuple[int, int]:
         """(reason, iterations) read from the GPU: one synchronisation."""
-        reason, count = (int(v) for v in self.state.get())
-        return reason, count
+        return tuple(int(v) for v in self.state.get())
 
     def residuals(self, count: int) -> np.ndarray:
         ring = self.changes.get().astype(np.float64)
-        if count <= HISTORY:
-            return ring[:count]
-        start = count % HISTORY
-        return np.concatenate([ring[start:], ring[:start]])
+        return ring[:count] if count <= HISTORY else np.roll(ring, -(count % HISTORY))    # oldest first
 
 
 class Iteration(Stopping):
-    """Buffers and launches of one unfused iteration; ``run()`` enqueues it (no host synchronisation) and
-    leaves the new ranks in ``rank``. With ``tol`` (and ``max_iter``) the stop test runs on the GPU after
-    each iteration; once it is met, ``run`` leaves the ranks as they are."""
+    """Buffers and launches of one unfused iteration; ``run()`` enqueues it (no host synchronisation), leaving
+    the new ranks in ``rank``; once the stop test (on the GPU) is met, the ranks stay as they are."""
 
     def __init__(self, dg: DeviceGraph, name, damping: float = DAMPING, personalization=None, *,
                  tol: float = 0.0, max_iter: int = 0):
@@ -80,10 +77,9 @@ class Iteration(Stopping):
         self.pulled, self.scratch = cp.empty_like(self.rank), cp.empty_like(self.rank)
         self.d = cp.float32(self.damping)
         self.init_stopping(tol, max_iter)
-        cp.cuda.get_current_stream().synchronize()     # buffers ready for any stream that launches next
 
     def set_ranks(self, ranks) -> None:
-        """Start from ``ranks`` (float32, on the GPU), with every output the next iteration writes poisoned."""
+        """Start from ``ranks`` (float32, on the GPU), every output the next iteration writes poisoned."""
         self.rank[...] = ranks
         self.pulled.fill(float("nan"))
 
@@ -96,11 +92,10 @@ class Iteration(Stopping):
         # Sums of whole vectors go through cupy.sum (CUB); nothing here waits for the GPU.
         cp = require_gpu()
         update, absdiff = _elementwise()
-        dg, n = self.dg, self.dg.num_vertices
         if self.variant.reads == "contributions":
-            kernels.compiled("contributions")(blocks_for(n), (BLOCK,), (self.rank, dg.out_degree, self.contrib, i32(n)))
+            _contributions(self.dg, self.rank, self.contrib)
         self.launch_kernel()
-        dangling_mass = cp.multiply(self.rank, dg.dangling, out=self.scratch).sum()   # 0-d: stays on the GPU
+        dangling_mass = cp.multiply(self.rank, self.dg.dangling, out=self.scratch).sum()   # 0-d, on the GPU
         update(self.pulled, dangling_mass, self.d, self.teleport, self.state[0], self.rank, self.new)
         change = absdiff(self.new, self.rank, self.scratch).sum()
         kernels.compiled("stop_test")((1,), (1,), (change, self.state, self.changes, i32(HISTORY),
@@ -121,13 +116,11 @@ def resident_blocks(kernel, threads: int = BLOCK) -> int:
 
 @dataclass(frozen=True)
 class WorkPlan:
-    """The work items of one pass of a whole-iteration kernel over rows given by ``offsets``: light rows
-    (at most LIGHT_MAX in-links) a thread each, by id; medium ones listed (a warp each); heavy ones as tasks
-    of at most ``chunk`` in-links (a block each; rows of (row, first in-link, end, group), a split row's tasks
-    sharing a group whose (first task, number of tasks) is in ``groups``), plus their arrival counters."""
+    """One pass's work over rows given by ``offsets``: light rows a thread each, medium ones a warp each,
+    heavy ones as tasks (row, first in-link, end, group) of at most ``chunk`` in-links, a block each."""
     medium: object
     heavy: object
-    groups: object
+    groups: object       # per split heavy row: (first task, number of tasks)
     part_sums: object
     arrivals: object
     items: int
@@ -144,21 +137,23 @@ class WorkPlan:
         counts = degree[heavy_rows].get().astype(np.int64)
         heavy_rows = heavy_rows.get()
         tasks, groups = [], []
-        for row, begin, count in zip(*(a[np.argsort(-counts, kind="stable")] for a in (heavy_rows, begins, counts))):
-            parts = -(-int(count) // chunk)                     # the longest work starts first
+        longest_first = np.argsort(-counts, kind="stable")
+        for row, begin, count in zip(*(a[longest_first] for a in (heavy_rows, begins, counts))):
+            parts, end = -(-int(count) // chunk), int(begin + count)
             group = len(groups) if parts > 1 else -1
             if parts > 1:
                 groups.append((len(tasks), parts))
-            tasks += [(int(row), int(begin + p * chunk), int(min(begin + (p + 1) * chunk, begin + count)), group)
+            tasks += [(int(row), int(begin + p * chunk), min(int(begin + (p + 1) * chunk), end), group)
                       for p in range(parts)]
         items = len(tasks) + -(-int(medium.size) // (BLOCK // 32)) + -(-num_rows // BLOCK)
         return cls(medium, cp.asarray(np.array(tasks, dtype=np.int32).reshape(-1, 4)),
                    cp.asarray(np.array(groups, dtype=np.int32).reshape(-1, 2)),
-                   cp.zeros(max(len(tasks), 1), dtype=cp.float32), cp.zeros(max(len(groups), 1), dtype=cp.int32),
-                   items)
+                   cp.zeros(max(len(tasks), 1), dtype=cp.float32),
+                   cp.zeros(max(len(groups), 1), dtype=cp.int32), items)
 
     def counts(self) -> dict:
-        return {"medium rows (a warp each)": int(self.medium.size), "heavy tasks (a block each)": int(self.heavy.shape[0]),
+        return {"medium rows (a warp each)": int(self.medium.size),
+                "heavy tasks (a block each)": int(self.heavy.shape[0]),
                 "heavy rows split over several blocks": int(self.groups.shape[0]), "work items": self.items}
 
     def args(self):
@@ -168,53 +163,61 @@ class WorkPlan:
 
 
 class FusedIteration(Stopping):
-    """The whole iteration in ONE launch of the fused kernel: sums balanced by in-degree, update, next
-    contributions; the last block to finish adds every block's share of the dangling mass and L1 change and
-    runs the stop test. Nothing is computed on the host, so iterations can be captured as a CUDA graph."""
+    """The whole iteration in ONE launch, balanced by in-degree; its last block adds up the dangling mass and
+    L1 change and runs the stop test, so iterations can be captured as a CUDA graph."""
 
     def __init__(self, dg: DeviceGraph, name="fused", damping: float = DAMPING, personalization=None, *,
                  tol: float = 0.0, max_iter: int = 0, medium_max: int = 1024, chunk: int = 16384):
         cp = require_gpu()
-        if personalization is not None:
-            raise ValueError(f"{getattr(name, 'name', name)} teleports uniformly; use an unfused variant "
-                             "for personalised PageRank")
-        self.dg, self.damping, self.variant = dg, check_damping(damping), variant("fused")
+        self._begin(dg, name, "fused", damping, personalization)
         self.plan = WorkPlan.build(dg.in_offsets, dg.num_vertices, medium_max, chunk)
         n = dg.num_vertices
         self.blocks = min(self.plan.items, resident_blocks(kernels.compiled("fused")))
         ensure_fits(16 * n + 8 * self.blocks, f"the fused iteration's vectors for {dg.name}")
         self.ranks = [cp.full(n, 1.0 / n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)]
         self.contribs = [cp.empty(n, dtype=cp.float32), cp.empty(n, dtype=cp.float32)]
-        kernels.compiled("contributions")(blocks_for(n), (BLOCK,), (self.ranks[0], dg.out_degree, self.contribs[0], i32(n)))
+        _contributions(dg, self.ranks[0], self.contribs[0])
+        self._end(tol, max_iter)
+
+    def _begin(self, dg, name, kind: str, damping, personalization):
+        if personalization is not None:
+            raise ValueError(f"{getattr(name, 'name', name)} teleports uniformly; use an unfused variant "
+                             "for personalised PageRank")
+        self.dg, self.damping, self.variant = dg, check_damping(damping), variant(kind)
+
+    def _end(self, tol, max_iter):
+        """The blocks' partial sums, their arrival counter, the start's dangling mass and the stop test."""
+        cp, n = require_gpu(), self.dg.num_vertices
         self.partials = cp.zeros(2 * self.blocks, dtype=cp.float32)
         self.finished = cp.zeros(1, dtype=cp.int32)
-        self.scalars = (dg.dangling.sum() / n).astype(cp.float32).reshape(1)   # dangling mass of the start
-        self.init_stopping(tol, max_iter)
+        self.scalars = (self.dg.dangling.sum() / n).astype(cp.float32).reshape(1)
         self.count = 0
-        cp.cuda.get_current_stream().synchronize()     # buffers ready for any stream that launches next
+        self.init_stopping(tol, max_iter)
+
+    def _last_args(self):
+        """The kernel arguments after the pass's own: the blocks' sums, the stop test, n and d."""
+        return (self.partials, self.finished, self.scalars, self.state, self.changes, i32(HISTORY),
+                np.float32(self.tol), i32(self.max_iter), i32(self.dg.num_vertices), np.float32(self.damping))
 
     @property
     def rank(self):
-        return self.ranks[self.count % 2]
+        return self.ranks_after(self.count)
 
     def set_ranks(self, ranks) -> None:
-        """Start from ``ranks`` (float32, on the GPU), with every output the next iteration writes poisoned."""
-        dg, n = self.dg, self.dg.num_vertices
+        """Start from ``ranks`` (float32, on the GPU), every output the next iteration writes poisoned."""
         i = self.count % 2
         self.ranks[i][...] = ranks
-        kernels.compiled("contributions")(blocks_for(n), (BLOCK,), (self.ranks[i], dg.out_degree, self.contribs[i], i32(n)))
-        self.scalars[...] = (self.ranks[i] * dg.dangling).sum(dtype=np.float64).astype(np.float32)
+        _contributions(self.dg, self.ranks[i], self.contribs[i])
+        self.scalars[...] = (self.ranks[i] * self.dg.dangling).sum(dtype=np.float64).astype(np.float32)
         self.ranks[1 - i].fill(float("nan"))
         self.contribs[1 - i].fill(float("nan"))
 
     def launch_kernel(self):
         """The fused kernel: the whole iteration, and this variant's only kernel."""
-        dg, p, i = self.dg, self.plan, self.count % 2
+        dg, i = self.dg, self.count % 2
         kernels.compiled("fused")((self.blocks,), (BLOCK,), (
             dg.in_offsets, dg.in_sources, dg.out_degree, self.contribs[i], self.ranks[i], self.ranks[1 - i],
-            self.contribs[1 - i], p.medium, i32(p.medium.size), p.heavy, i32(p.heavy.shape[0]), p.groups,
-            p.part_sums, p.arrivals, self.partials, self.finished, self.scalars, self.state, self.changes,
-            i32(HISTORY), np.float32(self.tol), i32(self.max_iter), i32(dg.num_vertices), np.float32(self.damping)))
+            self.contribs[1 - i], *self.plan.args(), *self._last_args()))
 
     def run(self):
         self.launch_kernel()
@@ -228,49 +231,40 @@ class FusedIteration(Stopping):
 
 
 class BlockedIteration(FusedIteration):
-    """The blocked iteration (lecture 22): ``acc`` zeroed, one ``pull_segmented`` launch per source segment
-    of half this GPU's L2 (``segment_size``), in order, adding into ``acc``, then ``blocked_update`` over every
-    vertex. One state vector, x = rank / out-degree (the rank itself for a dangling vertex). Same interface as
-    FusedIteration; once stopped, the update leaves x as it is (the passes still run until the host looks)."""
+    """The blocked iteration (lecture 22): ``acc`` zeroed, one ``pull_segmented`` pass per source segment of
+    half this GPU's L2, then ``blocked_update`` over every vertex; its state is x = rank / out-degree."""
 
     def __init__(self, dg: DeviceGraph, name="blocked", damping: float = DAMPING, personalization=None, *,
                  tol: float = 0.0, max_iter: int = 0, vertices_per_segment: int | None = None):
         cp = require_gpu()
-        if personalization is not None:
-            raise ValueError(f"{getattr(name, 'name', name)} teleports uniformly; use an unfused variant "
-                             "for personalised PageRank")
-        self.dg, self.damping, self.variant = dg, check_damping(damping), variant("blocked")
+        self._begin(dg, name, "blocked", damping, personalization)
         n = dg.num_vertices
         self.segment = int(vertices_per_segment or segment_size(dg))
-        dg.segments(self.segment)             # built, and its memory checked, now: not in the first timed launch
+        dg.segments(self.segment)             # built (memory checked) now, not in the first timed launch
         self.blocks = min(-(-n // BLOCK), resident_blocks(kernels.compiled("blocked", "blocked_update")))
         ensure_fits(12 * n + 8 * self.blocks, f"the blocked iteration's vectors for {dg.name}")
         start = cp.full(n, 1.0 / n, dtype=cp.float32)
-        degree = dg.out_degree
-        self.xs = [cp.where(degree > 0, start / cp.maximum(degree, 1), start).astype(cp.float32),
-                   cp.empty(n, dtype=cp.float32)]
+        self.xs = [self._x(start).astype(cp.float32), cp.empty(n, dtype=cp.float32)]
         self.acc = cp.zeros(n, dtype=cp.float32)
-        self.partials = cp.zeros(2 * self.blocks, dtype=cp.float32)
-        self.finished = cp.zeros(1, dtype=cp.int32)
-        self.scalars = (dg.dangling.sum() / n).astype(cp.float32).reshape(1)
-        self.init_stopping(tol, max_iter)
-        self.count = 0
-        cp.cuda.get_current_stream().synchronize()
+        self._end(tol, max_iter)
+
+    def _x(self, ranks):
+        """x = rank / out-degree, the rank itself for a dangling vertex."""
+        cp, degree = require_gpu(), self.dg.out_degree
+        return cp.where(degree > 0, ranks / cp.maximum(degree, 1), ranks)
 
     def launch_kernel(self):
         """acc zeroed, every segment's pass, then the pass over vertices: the whole iteration."""
-        i, n = self.count % 2, self.dg.num_vertices
+        i = self.count % 2
         x, new_x = self.xs[i], self.xs[1 - i]
         pull_segments(self.dg, x, self.acc, self.segment)   # acc zeroed by a memset: ~10x faster than by
         #                                                     blocked_update, which only reads it
         kernels.compiled("blocked", "blocked_update")((self.blocks,), (BLOCK,), (
-            self.acc, self.dg.out_degree, x, new_x, self.partials, self.finished, self.scalars, self.state,
-            self.changes, i32(HISTORY), np.float32(self.tol), i32(self.max_iter), i32(n), np.float32(self.damping)))
+            self.acc, self.dg.out_degree, x, new_x, *self._last_args()))
 
     def set_ranks(self, ranks) -> None:
-        cp = require_gpu()
-        i, degree = self.count % 2, self.dg.out_degree
-        self.xs[i][...] = cp.where(degree > 0, ranks / cp.maximum(degree, 1), ranks)
+        i = self.count % 2
+        self.xs[i][...] = self._x(ranks)
         self.scalars[...] = (ranks * self.dg.dangling).sum(dtype=np.float64).astype(np.float32)
         self.xs[1 - i].fill(float("nan"))
         self.acc.fill(0)
@@ -278,10 +272,6 @@ class BlockedIteration(FusedIteration):
     def ranks_after(self, iterations: int):
         x, degree = self.xs[iterations % 2], self.dg.out_degree
         return require_gpu().where(degree > 0, x * degree, x).astype(np.float32)
-
-    @property
-    def rank(self):
-        return self.ranks_after(self.count)
 
 
 register(Variant("fused", "contributions", None, ("fused",), iteration=FusedIteration))
@@ -325,28 +315,21 @@ def capture(step, iterations: int, stream) -> Captured:
         return Captured(stream.end_capture(), step, stream)
 
 
-REPLAYED = 20       # iterations a CUDA graph records for timing (``replayed``)
-
-
 def replayed(step, iterations: int = REPLAYED) -> Captured:
-    """``iterations`` iterations of a whole-iteration object (fused, blocked) captured as one CUDA graph
-    on a stream of its own (``capture``), for ``time_iterations``."""
+    """``iterations`` iterations of a whole-iteration object as a CUDA graph on a stream of its own."""
     return capture(step, iterations, require_gpu().cuda.Stream(non_blocking=True))
 
 
 def time_iterations(runs: dict, *, iterations: int = REPLAYED, trials: int = 15, launches: int = 1) -> dict:
-    """Per-iteration Timings, all measured interleaved (``gpu.time_paired``). ``runs`` maps a label to a
-    CUDA graph of ``iterations`` iterations (``replayed``), to an iteration object (its ``run()`` called
-    ``iterations`` times from Python), or to a callable doing one iteration's work (a kernel alone, a
-    library's SpMV), called ``iterations`` times. Returns label -> Timing in ms per iteration."""
+    """Per-iteration Timings, measured interleaved (``gpu.time_paired``), of each label's CUDA graph of
+    ``iterations`` iterations (``replayed``), iteration object, or callable doing one iteration's work."""
     calls, streams = {}, {}
     for label, what in runs.items():
         if isinstance(what, Captured):
             calls[label], streams[label] = what.launch, what.stream
-        elif hasattr(what, "run"):
-            calls[label] = _repeat(what.run, iterations)
-        elif callable(what):
-            calls[label] = _repeat(what, iterations)
+        elif hasattr(what, "run") or callable(what):
+            call = what.run if hasattr(what, "run") else what
+            calls[label] = lambda call=call: [call() for _ in range(iterations)]
         else:
             raise TypeError(f"{label}: a CUDA graph, an iteration object or a callable, "
                             f"not {type(what).__name__}")
@@ -354,94 +337,9 @@ def time_iterations(runs: dict, *, iterations: int = REPLAYED, trials: int = 15,
     return {label: timing.scaled(1.0 / iterations) for label, timing in timings.items()}
 
 
-def _repeat(call, times: int):
-    return lambda: [call() for _ in range(times)]
-
-
-def graph_iteration_ms(dg: DeviceGraph, name: str = "fused", iterations: int = 20, trials: int = 7, **settings):
+def graph_iteration_ms(dg: DeviceGraph, name: str = "fused", iterations: int = 20, trials: int = 7,
+                       **settings):
     """Timing (ms per iteration) of a whole-iteration variant replayed ``iterations`` at a time as one CUDA
     graph; ``settings`` go to its iteration class (medium_max, chunk, vertices_per_segment)."""
-    cp = require_gpu()
-    stream = cp.cuda.Stream(non_blocking=True)
-    graph = capture(make_iteration(as_device_graph(dg, name), name, **settings), iterations, stream)
-    with stream:
-        timing = time_back_to_back(lambda: graph.launch(stream), launches=1, trials=trials)
-    return timing.scaled(1 / iterations)
-
-
-def choose(dg, *, measure: bool = True) -> tuple[str, str]:
-    """The iteration ``pagerank_gpu`` runs when none is named, and why. Where the rank vector fits in half of
-    this GPU's L2: fused (one launch per iteration). Beyond, size alone does not decide (a graph with
-    locality, or in degree order, gathers well without segments): both whole iterations are timed on this
-    graph, interleaved, and blocked runs only where ``helpers.measure.verdicts`` calls it faster. ``measure=False``
-    gives the size rule alone (all a model of another GPU can say)."""
-    l2, vector = device_facts().l2_bytes, 4 * int(dg.num_vertices)
-    where = f"the {vector / 2**20:.1f} MiB rank vector against this GPU's {l2 / 2**20:.0f} MiB L2"
-    if vector <= l2 // 2:
-        return "fused", f"{where}: it fits, so one fused launch per iteration"
-    if not measure:
-        return "blocked", f"{where}: it does not fit, so source segments of {l2 // 2 / 2**20:.0f} MiB that do"
-    dg, names = as_device_graph(dg, "blocked"), ("blocked", "fused")
-    timings = time_iterations({name: replayed(make_iteration(dg, name), 4) for name in names}, iterations=4,
-                              trials=7)
-    verdict = verdict_on(timings["blocked"], timings["fused"])
-    ms = ", ".join(f"{name} {timings[name].median_ms:.3g} ms" for name in ("blocked", "fused"))
-    said = f"{verdict.sentence('blocked', 'fused')} ({ms} per iteration)"
-    if verdict.word == "faster":
-        return "blocked", f"{where}: it does not fit, and on this graph {said}"
-    return "fused", f"{where}: it does not fit, but on this graph segments do not pay: {said}"
-
-
-@dataclass(frozen=True)
-class GpuPageRankResult:
-    ranks: np.ndarray        # float32 ranks, copied back
-    iterations: int
-    residuals: np.ndarray    # L1 change per iteration
-    converged: bool
-    variant: str
-    why: str = ""            # why this variant ran, when pagerank_gpu chose it
-
-
-def _whole_number(value, what: str) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise ValueError(f"{what} must be a whole number of at least 1, got {value!r}")
-    return int(value)
-
-
-def pagerank_gpu(graph, name: str | Variant | None = None, damping: float = DAMPING, tol: float = 1e-6,
-                 max_iter: int = 1000, personalization=None, *, check_every: int = 8) -> GpuPageRankResult:
-    """PageRank on the GPU, same semantics and stop test as the float64 reference. With no variant named it
-    runs the one ``choose`` picks for this GPU and graph by regime and prints which and why. ``tol=0`` runs
-    exactly ``max_iter`` iterations (any positive tol can be met by a float32 change of exactly 0). The stop test runs
-    on the GPU; the host reads it every ``check_every`` iterations (whole-iteration variants replay that many,
-    rounded up to an even number, as one CUDA graph); the ranks are those of the iteration that met it."""
-    cp = require_gpu()
-    tol = 0.0 if tol == 0 and not isinstance(tol, bool) else check_tol(tol)     # 0: exactly max_iter iterations
-    max_iter, check_every = _whole_number(max_iter, "max_iter"), _whole_number(check_every, "check_every")
-    why = ""
-    if name is None:
-        dg = as_device_graph(graph, "blocked")
-        name, why = choose(dg) if personalization is None else ("pull_hybrid", "personalised: an unfused variant")
-        print(f"pagerank_gpu: {name} ({why})")
-    dg = as_device_graph(graph, variant(name).name)
-    step = make_iteration(dg, name, damping, personalization, tol=tol, max_iter=max_iter)
-    if step.variant.iteration is not None:
-        stream = cp.cuda.Stream(non_blocking=True)
-        per_graph = check_every + check_every % 2            # a captured graph holds an even number of iterations
-        cuda_graph = capture(step, per_graph, stream)        # its first two iterations ran while warming up
-        for _ in range(max_iter // per_graph + 1):           # the GPU stops itself by max_iter at the latest
-            if step.stopped_state()[0]:
-                break
-            cuda_graph.launch(stream)
-            stream.synchronize()
-    else:
-        for i in range(1, max_iter + 1):
-            step.run()
-            if i % check_every == 0 and step.stopped_state()[0]:
-                break
-    reason, count = step.stopped_state()
-    ranks = (step.ranks_after(count) if step.variant.iteration is not None else step.rank).get()
-    if reason != 1:
-        warnings.warn(f"{step.variant.name}: no L1 change below {tol:g} within max_iter={max_iter} iterations",
-                      NotConvergedWarning, stacklevel=2)
-    return GpuPageRankResult(ranks, count, step.residuals(count), reason == 1, step.variant.name, why)
+    graph = replayed(make_iteration(as_device_graph(dg, name), name, **settings), iterations)
+    return time_iterations({name: graph}, iterations=iterations, trials=trials)[name]

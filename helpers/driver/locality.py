@@ -1,14 +1,6 @@
-"""Vertex order and caches: renumber the vertices so that the contributions a warp gathers together sit
-together in memory. An order is a permutation computed once per graph (its cost is timed, like any
-preprocessing); PageRank is unchanged by it, up to the renumbering.
-
-Orders: ``given`` (as loaded), ``random`` (no locality at all), ``out-degree`` (the most-gathered sources
-first: their contributions share few cache lines), ``degree groups`` (the same by power-of-two buckets,
-keeping the given order inside a bucket: cheaper, and it keeps what locality the ids had), ``in-degree``
-(hubs of in-links side by side: a load-balancing trap for kernels that give a block's hubs to one warp),
-and ``rcm`` (reverse Cuthill-McKee from SciPy, on the CPU: a bandwidth-reducing order that puts linked
-pages near each other).
-"""
+"""Vertex orders, so that the contributions a warp gathers together sit together in memory: ``given``,
+``random``, ``out-degree`` (most-gathered sources first), ``degree groups`` (the same by power-of-two buckets,
+stable), ``in-degree`` (hubs side by side) and ``rcm`` (SciPy's reverse Cuthill-McKee, on the CPU)."""
 from __future__ import annotations
 
 import time
@@ -19,7 +11,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
 from helpers.core.graph import check_seed
-from helpers.driver import DeviceGraph
+from helpers.driver.device import DeviceGraph, in_csr
 from helpers.measure.gpu import ensure_fits, require_gpu
 
 ORDERS = ("given", "random", "out-degree", "degree groups", "in-degree", "rcm")
@@ -42,7 +34,6 @@ def permutation(dg, how: str, seed: int = 0):
         key = (int(degree.max()) - degree) * n + ids                           # descending, stable
         return cp.sort(key) % n
     if how == "rcm":
-
         offsets, sources = dg.in_offsets.get(), dg.in_sources.get()
         matrix = sp.csr_matrix((np.ones(sources.size, dtype=np.int8), sources, offsets), shape=(n, n))
         symmetric = (matrix + matrix.T).tocsr()
@@ -52,16 +43,13 @@ def permutation(dg, how: str, seed: int = 0):
 
 def renumber(dg, perm, name: str | None = None):
     """The same graph with vertex perm[i] renamed i, laid out again on the GPU (a sort of the edges)."""
-
     cp = require_gpu()
     n, e = dg.num_vertices, dg.num_edges
     ensure_fits(32 * e + 16 * n, f"renumbering {dg.name}")
     new_id = cp.empty(n, dtype=cp.int64)
     new_id[perm] = cp.arange(n, dtype=cp.int64)
     sources, targets = new_id[dg.in_sources], new_id[dg.in_targets]
-    in_offsets = cp.zeros(n + 1, dtype=cp.int32)
-    cp.cumsum(cp.bincount(targets, minlength=n), out=in_offsets[1:])
-    in_sources = (cp.sort(targets * n + sources) % n).astype(cp.int32)
+    in_offsets, in_sources = in_csr(targets, sources, n)
     del sources, targets
     arrays = SimpleNamespace(num_vertices=n, in_offsets=in_offsets, in_sources=in_sources,
                              out_degree=dg.out_degree[perm].astype(cp.int32), name=name or dg.name)

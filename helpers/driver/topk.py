@@ -1,5 +1,5 @@
-"""Top-k of a rank vector on the GPU, three ways, all with the course's tie rule: a larger rank first,
-then the smaller vertex id. Each returns the k vertex ids as a NumPy array, best first."""
+"""Top-k of a rank vector on the GPU, three ways, each giving the k vertex ids (NumPy, best first) by the
+course's tie rule: a larger rank first, then the smaller vertex id."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +27,7 @@ def by_sort(ranks, k: int) -> np.ndarray:
     """Sort everything by (-rank, id) and keep the first k: O(N log N) work, simplest to trust."""
     cp = require_gpu()
     _check(ranks, k)
-    order = cp.lexsort(cp.stack([cp.arange(ranks.size), -ranks]))
-    return order[:k].get()
+    return cp.lexsort(cp.stack([cp.arange(ranks.size), -ranks]))[:k].get()
 
 
 def by_partition(ranks, k: int) -> np.ndarray:
@@ -45,9 +44,8 @@ def by_partition(ranks, k: int) -> np.ndarray:
 
 
 def by_merge(ranks, k: int, blocks: int = 256, kernel: str = "top_k_merge") -> np.ndarray:
-    """The course's kernel: per-thread sorted lists merged in a tree per block, then once more over blocks.
-    ``kernel`` names the kernel file to launch: ``top_k_merge`` (the two-list merge with ternary selects) or
-    ``top_k_merge_branchy`` (the same merge with if/else branches), which take the same arguments."""
+    """The course's kernel: per-thread sorted lists merged in a tree per block, then over blocks; ``kernel``:
+    ``top_k_merge`` (ternary selects) or ``top_k_merge_branchy`` (if/else), with the same arguments."""
     cp = require_gpu()
     _check(ranks, k)
     if k > MERGE_K_MAX:
@@ -56,12 +54,11 @@ def by_merge(ranks, k: int, blocks: int = 256, kernel: str = "top_k_merge") -> n
         raise ValueError(f"kernel must be one of {', '.join(MERGE_KERNELS)}, got {kernel!r}")
     if getattr(ranks, "dtype", None) != np.float32 or not ranks.flags.c_contiguous:
         raise TypeError(f"{kernel} reads float32 ranks from a contiguous CuPy array, got "
-                        f"{getattr(ranks, 'dtype', type(ranks).__name__)}: convert with ranks.astype(cupy.float32)")
+                        f"{getattr(ranks, 'dtype', type(ranks).__name__)}: convert with "
+                        "ranks.astype(cupy.float32)")
     launch = kernels.compiled(kernel)
-    block_r = cp.empty(blocks * k, dtype=cp.float32)
-    block_i = cp.empty(blocks * k, dtype=cp.int32)
+    block_r, block_i = cp.empty(blocks * k, dtype=cp.float32), cp.empty(blocks * k, dtype=cp.int32)
     launch((blocks,), (MERGE_THREADS,), (ranks, None, np.int32(ranks.size), np.int32(k), block_r, block_i))
-    out_r = cp.empty(k, dtype=cp.float32)
-    out_i = cp.empty(k, dtype=cp.int32)
+    out_r, out_i = cp.empty(k, dtype=cp.float32), cp.empty(k, dtype=cp.int32)
     launch((1,), (MERGE_THREADS,), (block_r, block_i, np.int32(block_r.size), np.int32(k), out_r, out_i))
     return out_i.get()

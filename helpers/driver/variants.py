@@ -1,9 +1,9 @@
 """The variants: each fills ``pulled`` (the sum over in-links) from x (ranks or contributions) with the
-course's kernels; whole-iteration variants ("fused", "blocked") are registered by ``iteration`` with the class
-that runs them. ``VARIANTS`` maps every name to its Variant; ``helpers.kernels.catalog`` maps kernels to them."""
+course's kernels; ``VARIANTS`` maps names to them (``iteration`` registers the whole-iteration ones)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -44,13 +44,16 @@ def _push_atomic(dg, x, y):
                                     (out_offsets, out_targets, x, y, i32(dg.num_vertices)))
 
 
+def pull(dg, x, y, name: str, threads_per_vertex: int = 1, shared_mem: int = 0, extra: tuple = ()):
+    """Launch ``name``, a kernel that takes (in_offsets, in_sources, x, pulled, n, *extra)."""
+    kernels.compiled(name)(blocks_for(threads_per_vertex * dg.num_vertices), (BLOCK,),
+                           (dg.in_offsets, dg.in_sources, x, y, i32(dg.num_vertices), *extra),
+                           shared_mem=shared_mem)
+
+
 def pull_launcher(name: str, threads_per_vertex: int = 1, shared_mem: int = 0, extra: tuple = ()):
-    """Launcher for the kernels that take (in_offsets, in_sources, x, pulled, n, *extra)."""
-    def launch(dg, x, y):
-        kernels.compiled(name)(blocks_for(threads_per_vertex * dg.num_vertices), (BLOCK,),
-                               (dg.in_offsets, dg.in_sources, x, y, i32(dg.num_vertices), *extra),
-                               shared_mem=shared_mem)
-    return launch
+    """``pull`` of kernel ``name`` as a launcher (dg, x, y)."""
+    return partial(pull, name=name, threads_per_vertex=threads_per_vertex, shared_mem=shared_mem, extra=extra)
 
 
 def _pull_interleaved(dg, x, y):
@@ -60,7 +63,7 @@ def _pull_interleaved(dg, x, y):
 
 def pull_hybrid(dg, x, y, threshold: int = 32):
     """pull_hybrid with a given threshold (lecture 13 sweeps it)."""
-    pull_launcher("pull_hybrid", extra=(i32(threshold),))(dg, x, y)
+    pull(dg, x, y, "pull_hybrid", extra=(i32(threshold),))
 
 
 def pull_binned(dg, x, y):
@@ -85,9 +88,8 @@ def _coo_atomic(dg, x, y):
 
 
 def coo_cumsum(dg, x, y):
-    """Per-edge gather, ONE prefix sum over all edges (float64), differences at the row offsets: a
-    segmented sum by subtraction, whose rounding grows with the running total (a reduce-by-key
-    restarts at every row)."""
+    """Per-edge gather, ONE float64 prefix sum over all edges, differences at the row offsets: a segmented
+    sum by subtraction, whose rounding grows with the running total."""
     cp = require_gpu()
     running = cp.concatenate([cp.zeros(1), cp.cumsum(x[dg.in_sources], dtype=cp.float64)])
     y[...] = running[dg.in_offsets[1:]] - running[dg.in_offsets[:-1]]
@@ -98,9 +100,7 @@ def _cusparse(dg, x, y):
 
 
 def pull_segments(dg, x, y, vertices_per_segment: int | None = None):
-    """y zeroed (a memset), then one pull_segmented launch per source segment (half this GPU's L2 unless
-    given), each adding its segment's sums into y: the pull_segmented variant, and the blocked iteration's
-    passes."""
+    """y zeroed (a memset), then one pull_segmented launch per source segment, each adding into y."""
     y.fill(0)
     for rows, offsets, sources in dg.segments(vertices_per_segment or segment_size(dg)):
         kernels.compiled("pull_segmented")(blocks_for(rows.size), (BLOCK,),
@@ -155,8 +155,8 @@ for _v in [
     Variant("push_atomic", "contributions", _push_atomic, ("push_atomic",), deterministic=False),
     Variant("pull_contrib", "contributions", pull_launcher("pull_contrib"), ("pull_contrib",)),
     Variant("pull_interleaved", "ranks", _pull_interleaved, ("pull_interleaved",)),
-    Variant("pull_contrib_kahan", "contributions", pull_launcher("pull_contrib_kahan"), ("pull_contrib_kahan",)),
-    Variant("pull_contrib_f64", "contributions", pull_launcher("pull_contrib_f64"), ("pull_contrib_f64",)),
+    *[Variant(name, "contributions", pull_launcher(name), (name,))
+      for name in ("pull_contrib_kahan", "pull_contrib_f64")],
     Variant("pull_warp", "contributions", pull_launcher("pull_warp", threads_per_vertex=32), ("pull_warp",)),
     *[Variant(f"pull_subwarp_{w}", "contributions", pull_launcher("pull_subwarp", w, extra=(i32(w),)),
               ("pull_subwarp",)) for w in (4, 8, 16)],
@@ -169,10 +169,10 @@ for _v in [
     Variant("coo_cumsum", "contributions", coo_cumsum, ()),
     # cuSPARSE's SpMV changed its last bits between two runs on an H100: not deterministic
     Variant("cusparse", "contributions", _cusparse, (), deterministic=False),
-    Variant("pull_f16", "contributions", lambda dg, x, y: half_spmv(dg, x, y, "float16"),
-            ("to_half", "pull_half"), precision=2.0**-11),
-    Variant("pull_bf16", "contributions", lambda dg, x, y: half_spmv(dg, x, y, "bfloat16"),
-            ("to_half", "pull_half"), precision=2.0**-8),
+    Variant("pull_f16", "contributions", partial(half_spmv, storage="float16"), ("to_half", "pull_half"),
+            precision=2.0**-11),
+    Variant("pull_bf16", "contributions", partial(half_spmv, storage="bfloat16"), ("to_half", "pull_half"),
+            precision=2.0**-8),
 ]:
     register(_v)
 
@@ -188,7 +188,6 @@ def variant(name_or_variant) -> Variant:
 
 
 def variants_for(num_vertices: int, *, sixteen_bit: bool = False) -> list[str]:
-    """Every variant that may run on a graph of this size (the O(N^2) scan only on small ones); the 16-bit
-    ones only when asked (lecture 40 measures them)."""
+    """Every variant that may run on a graph of this size; the 16-bit ones only when asked (lecture 40)."""
     return [name for name, v in VARIANTS.items() if (not v.max_vertices or num_vertices <= v.max_vertices)
             and (sixteen_bit or v.precision == 2.0**-24)]

@@ -1,6 +1,5 @@
-"""Every variant against the float64 reference, on fresh graphs with everything that breaks kernels: one
-launch and one whole iteration against float64 with every output poisoned (NaN) first, then whole runs to
-L1 < 1e-6 against the reference, their sums, and one more float64 iteration (the fixed-point check)."""
+"""Every variant against the float64 reference on fresh adversarial graphs: one launch and one iteration with
+every output poisoned (NaN) first, whole runs to L1 < 1e-6, their sums, and the fixed-point check."""
 from __future__ import annotations
 
 import warnings
@@ -13,7 +12,8 @@ from helpers.core.reference import (DAMPING, l1_distance, pagerank, pagerank_ste
                                     verify_fixed_point)
 from helpers.core.suites import verification_graphs
 from helpers.driver.device import DeviceGraph
-from helpers.driver.iteration import NotConvergedWarning, make_iteration, pagerank_gpu
+from helpers.driver.iteration import NotConvergedWarning, make_iteration
+from helpers.driver.solve import pagerank_gpu
 from helpers.driver.variants import variant
 from helpers.measure.gpu import require_gpu
 
@@ -31,17 +31,18 @@ def _host_graph(dg: DeviceGraph) -> Graph:
 
 
 def _finite(values: np.ndarray, what: str):
+    values = values.astype(np.float64)
     if not np.isfinite(values).all():
         bad = int(np.flatnonzero(~np.isfinite(values))[0])
-        raise VerificationError(f"{what} of vertex {bad} is {values[bad]} (never written, or a division by 0)")
+        raise VerificationError(f"{what} of vertex {bad} is {values[bad]} (never written, or a division "
+                                "by 0)")
     return values
 
 
 def spmv_error(dg: DeviceGraph, name, seed: int = 0) -> float:
     """Largest relative error of one launch of a variant's sum over in-links against float64, from a random
-    vector, with the output poisoned (NaN) first so that any element the kernel fails to write shows up."""
-    seed = check_seed(seed)
-    cp = require_gpu()
+    vector, with the output poisoned (NaN) first."""
+    seed, cp = check_seed(seed), require_gpu()
     v, graph = variant(name), _host_graph(dg)
     x = np.random.default_rng(seed).random(graph.num_vertices).astype(np.float32)
     divided = np.divide(x.astype(np.float64), graph.out_degree, out=np.zeros(graph.num_vertices),
@@ -49,15 +50,14 @@ def spmv_error(dg: DeviceGraph, name, seed: int = 0) -> float:
     expected = graph.in_matrix @ (divided if v.reads == "ranks" else x.astype(np.float64))
     y = cp.full(graph.num_vertices, cp.nan, dtype=cp.float32)
     v(dg, cp.asarray(x), y)
-    got = _finite(y.get().astype(np.float64), f"{v.name}: the sum")
+    got = _finite(y.get(), f"{v.name}: the sum")
     return float(np.max(np.abs(got - expected) / np.maximum(np.abs(expected), 1e-30)))
 
 
 def step_error(dg: DeviceGraph, name, seed: int = 0, **settings) -> float:
     """Largest relative error of ONE whole iteration of a variant against the float64 step, from random ranks,
-    with every output the iteration writes poisoned (NaN) first; ``settings`` go to its iteration class."""
-    seed = check_seed(seed)
-    cp = require_gpu()
+    with its outputs poisoned (NaN) first; ``settings`` go to its iteration class."""
+    seed, cp = check_seed(seed), require_gpu()
     graph = _host_graph(dg)
     n = graph.num_vertices
     ranks = np.random.default_rng(seed).random(n) + 0.05
@@ -66,7 +66,7 @@ def step_error(dg: DeviceGraph, name, seed: int = 0, **settings) -> float:
     step = make_iteration(dg, name, **settings)
     step.set_ranks(cp.asarray(ranks))
     step.run()
-    got = _finite(step.rank.get().astype(np.float64), f"{step.variant.name}: after one iteration, the rank")
+    got = _finite(step.rank.get(), f"{step.variant.name}: after one iteration, the rank")
     return float(np.max(np.abs(got - expected) / expected))
 
 
@@ -112,19 +112,20 @@ def _check(graph: Graph, v, seed: int) -> dict:
 
 
 def verify(name_or_variant, *, seed: int | None = None, graphs=None, quiet: bool = False):
-    """Check a variant against the float64 reference on fresh adversarial graphs (see the module's text).
-    Returns the table of cases; raises VerificationError, naming the failing cases, if any is wrong."""
-
-    seed = fresh_seed(seed)
-    v = variant(name_or_variant)
+    """Check a variant against the float64 reference on fresh adversarial graphs: the table of cases, or a
+    VerificationError naming the failing ones."""
+    seed, v = fresh_seed(seed), variant(name_or_variant)
     table = pd.DataFrame([_check(g, v, seed) for g in graphs or verification_graphs(seed)
                           if not v.max_vertices or g.num_vertices <= v.max_vertices])
-    table.attrs.update(note=f"{v.name} against the float64 reference, seed {seed} (pass seed={seed} to repeat)")
+    table.attrs.update(note=f"{v.name} against the float64 reference, seed {seed} "
+                            f"(pass seed={seed} to repeat)")
     bad = table[~table["ok"]]
     if len(bad):
         lines = "\n".join(f"  {r['graph']}: {r['problem']}" for _, r in bad.iterrows())
-        raise VerificationError(f"{v.name} is wrong on {len(bad)} of {len(table)} graphs (seed {seed}):\n{lines}")
+        raise VerificationError(f"{v.name} is wrong on {len(bad)} of {len(table)} graphs "
+                                f"(seed {seed}):\n{lines}")
     if not quiet:
-        print(f"{v.name}: right on all {len(table)} graphs (seed {seed}): one launch and one iteration against "
-              f"float64 (outputs poisoned with NaN), whole runs against the reference and the fixed-point check")
+        print(f"{v.name}: right on all {len(table)} graphs (seed {seed}): one launch and one iteration "
+              "against float64 (outputs poisoned with NaN), whole runs against the reference and the "
+              "fixed-point check")
     return table
