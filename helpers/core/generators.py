@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from helpers.core.graph import (SEED_OFFSET, ArgumentError, Graph, build_bytes, check_graph,
-                                check_host_memory, check_integer, check_real, check_seed, check_vertices,
-                                from_edges, sorted_unique)
+from helpers.core.arguments import (SEED_OFFSET, ArgumentError, check_integer, check_real, check_seed,
+                                    check_vertices)
+from helpers.core.graph import Graph, build_bytes, check_graph, check_host_memory, from_edges, sorted_unique
 from helpers.core.progress import bar
 
 WEB_GOOGLE_VERTICES = 875_713     # published statistics of SNAP's web-Google

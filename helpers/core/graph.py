@@ -1,38 +1,20 @@
-"""Graphs as the course stores them: out-CSR, in-CSR (the transpose, for pull kernels) and degrees.
-
-Edge policy of the reference and every kernel (as networkx's DiGraph): duplicate edges merge into one,
-self-loops stay ordinary edges. Building checks the host's memory first (``build_bytes``).
-"""
+"""Graphs as the course stores them: out-CSR, in-CSR (the transpose, for pull kernels) and degrees. Edge
+policy (networkx's DiGraph's too): duplicate edges merge into one, self-loops stay ordinary edges."""
 from __future__ import annotations
 
-import math
-import numbers
 import os
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from helpers.core.arguments import (MAX_VERTICES, ArgumentError, GraphFormatError, check_flag, check_integer,
+                                    check_vertices, host_array, is_integer)
+
 INT32_EDGE_LIMIT = 2**31  # from this many edges on, offsets no longer fit in int32
-MAX_VERTICES = 2**31 - 1  # vertex ids are stored as int32
 INT64_LIMIT = 2**63       # ids in files and id arrays must lie below this (they are stored as int64)
-SEED_OFFSET = 1_000_003   # the most any helper adds to a seed (adversarial_graph's hub stream)
-MAX_SEED = 2**63 - 1 - SEED_OFFSET   # so that a seed plus its offset still fits int64
-
-
-class GraphFormatError(ValueError):
-    """An edge list that cannot become a graph; the message names the file and line where it can."""
-
-
-class ArgumentError(ValueError, TypeError):
-    """A parameter of the wrong type or out of range: a ValueError and a TypeError, for either ``except``."""
-
-
-class ArrayKindError(GraphFormatError, ArgumentError):
-    """An array NumPy would read other than as meant (``host_array`` says which kinds)."""
 
 
 class GraphFormatWarning(UserWarning):
@@ -43,157 +25,16 @@ class GraphTooLargeError(MemoryError):
     """A graph, or a layout of it, needs more memory (host or GPU) or more indices than there are."""
 
 
-# --- argument checks shared by the helpers ----------------------------------------------------------
-
-def _not_integer(value) -> bool:
-    return isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral)
-
-
-def check_integer(value, name: str, *, minimum: int | None = None) -> int:
-    """``value`` as a Python int: floats (even 2.0), bools and strings are refused, never truncated."""
-    if _not_integer(value):
-        raise ArgumentError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    value = int(value)
-    if minimum is not None and value < minimum:
-        raise ArgumentError(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
-def check_vertices(n, name: str = "n", minimum: int | None = 1, error: type = ArgumentError) -> int:
-    """A vertex count: an integer from ``minimum`` up to the int32 ids' limit."""
-    n = check_integer(n, name, minimum=minimum)
-    if n > MAX_VERTICES:
-        raise error(f"{name}={n:,} vertices do not fit the course's int32 vertex ids")
-    return n
-
-
-def as_number(value, name: str) -> float:
-    """``value`` as a float (an int too large for one: infinity); bools, strings, complex numbers refused."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ArgumentError(f"{name} must be a number, got {repr(value)[:60]} ({type(value).__name__})")
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf
-
-
-def check_real(value, name: str, *, low: float | None = None, high: float | None = None,
-               positive: bool = False, unit: str = "") -> float:
-    """``value`` as a finite float within [low, high] (and above 0 if ``positive``); NaN and inf refused."""
-    number = as_number(value, name)
-    if not math.isfinite(number) or (positive and number <= 0):
-        raise ArgumentError(f"{name} must be {'positive and ' * positive}finite, got {number:g}")
-    if (low is not None and number < low) or (high is not None and number > high):
-        bounds = (f"lie between {low:g} and {high:g}" if low is not None and high is not None else
-                  f"be at least {low:g}" if low is not None else f"be at most {high:,g}{unit}")
-        raise ArgumentError(f"{name} must {bounds}, got {number:g}")
-    return number
-
-
-def check_seconds(value, name: str, *, maximum: float | None = None) -> float:
-    """A number of seconds: positive, finite and at most ``maximum``."""
-    return check_real(value, name, high=maximum, positive=True, unit=" s")
-
-
-def check_flag(value, name: str) -> bool:
-    """``value`` as a bool: only True and False (NumPy's too) pass; 'no' or 2 is not read as True."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ArgumentError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
-    return bool(value)
-
-
-def check_seed(seed, name: str = "seed", *, rng: bool = True):
-    """A seed as a Python int from 0 to MAX_SEED; with ``rng``, None, a Generator or a SeedSequence too."""
-    if rng and (seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence))):
-        return seed
-    seed = check_integer(seed, name, minimum=0)
-    if seed > MAX_SEED:
-        raise ArgumentError(f"{name} must be at most {MAX_SEED} (2**63 - 1 less the {SEED_OFFSET:,} the "
-                            f"helpers may add to it), got {seed}")
-    return seed
-
-
-def fresh_seed(seed) -> int:
-    """The seed given (checked), or a fresh one, for the caller to print so that it can be passed back."""
-    return int(np.random.SeedSequence().entropy % 2**31) if seed is None else check_seed(seed, rng=False)
-
-
 def check_graph(graph) -> Graph:
     if not isinstance(graph, Graph):
         raise ArgumentError(f"expected a helpers.core.graph.Graph, got {type(graph).__name__}")
     return graph
 
 
-def as_path(path, what: str = "path") -> Path:
-    """``path`` (str, bytes or os.PathLike) as a Path; anything else, empty or with a NUL: ArgumentError."""
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        raise ArgumentError(f"{what} must be a file path (a str or pathlib.Path), got {type(path).__name__}")
-    text = os.fsdecode(os.fspath(path))
-    if not text or "\0" in text:
-        raise ArgumentError(f"{what} must name a file, got {text!r}")
-    return Path(text)
-
-
-def on_gpu(values) -> bool:
-    """Does ``values`` live in GPU memory (CuPy, or a CUDA array interface)? Imports nothing."""
-    return type(values).__module__.startswith("cupy") or hasattr(values, "__cuda_array_interface__")
-
-
-def _masked_inside(values) -> bool:
-    """Whether a list or tuple holds, at any depth, a masked array with masked entries (or ma.masked)."""
-    return any(isinstance(v, (list, tuple)) and _masked_inside(v) or
-               isinstance(v, np.ma.MaskedArray) and np.ma.getmaskarray(v).any()
-               for v in values if isinstance(v, (list, tuple, np.ma.MaskedArray)))
-
-
-def host_array(values, name: str, *, gpu: bool = False, fill: str | None = None, ndim: int | None = None):
-    """``values`` unchanged; ArrayKindError for what NumPy misreads (masked entries, SciPy sparse, a matrix),
-    a GPU array unless ``gpu``, and with ``ndim`` another number of dimensions; ``fill``: masked advice."""
-    masked = np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any()
-    if masked or isinstance(values, (list, tuple)) and _masked_inside(values):
-        raise ArrayKindError(f"{name} {'is' if masked else 'holds'} a masked array with masked entries, "
-                             f"which NumPy reads through the mask: " +
-                             (fill or f"give every entry a value (e.g. {name}.filled(0)) or drop the masked "
-                                      f"ones ({name}.compressed())"))
-    if hasattr(values, "toarray") and hasattr(values, "nnz"):
-        raise ArrayKindError(f"{name} is a SciPy sparse {type(values).__name__}; pass a dense array: e.g. "
-                             f"{name}.toarray().ravel()")
-    if isinstance(values, np.matrix):
-        raise ArrayKindError(f"{name} is a numpy.matrix, which stays 2-D whatever is taken from it; pass an "
-                             f"array: e.g. numpy.asarray({name}).ravel()")
-    if not gpu and on_gpu(values):
-        cupy = type(values).__module__.startswith("cupy")
-        torch = "" if cupy else f" (CuPy; PyTorch: {name}.cpu().numpy())"
-        raise ArrayKindError(f"{name} is a {'CuPy array' if cupy else type(values).__name__} in GPU memory, "
-                             f"and this function works on host (NumPy) arrays: copy it to the host first "
-                             f"with {name}.get(){torch}")
-    if ndim is not None:
-        try:
-            found = np.ndim(values)
-        except (TypeError, ValueError):        # a ragged list: NumPy cannot tell
-            found = None
-        if found != ndim:
-            raise ArrayKindError(f"{name} must be a {ndim}-D array, got " +
-                                 (f"shape {np.shape(values)}" if found is not None else "a ragged list"))
-    return values
-
-
-def to_host(values, name: str, *, ndim: int | None = None) -> np.ndarray:
-    """``values`` as a NumPy array: a CuPy array copied to the host, anything else checked (host_array)."""
-    host_array(values, name, gpu=True, ndim=ndim)
-    if on_gpu(values) and not isinstance(values, np.ndarray):
-        if not callable(getattr(values, "get", None)):
-            host_array(values, name)                  # says to copy it to the host first
-        values = values.get()
-    return np.asarray(values)
-
-
 def offsets_dtype(num_edges: int) -> type:
     """int32 offsets while every edge index fits, int64 from 2**31 edges on."""
     return np.int32 if num_edges < INT32_EDGE_LIMIT else np.int64
 
-
-# --- host memory, checked before any allocation an input decides ----------------------------------------
 
 # Peak host bytes beyond the inputs, measured with tracemalloc: building (from_edges, 10**4 to 4.2*10**6
 # vertices, 2*10**5 to 3.8*10**7 edges) stays within 20 per vertex + 16 per edge.
@@ -291,11 +132,15 @@ class Graph:
         return f"Graph({self.name!r}: {sizes}{int(self.dangling.sum()):,} dangling)"
 
 
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """np.unique by sorting: on integer keys much faster than the hash-based path of NumPy 2.4."""
-    values = np.sort(host_array(values, "values", ndim=1))
-    if values.size:
-        values = values[np.concatenate([[True], values[1:] != values[:-1]])]
+def sorted_unique(values: np.ndarray, *, sort: bool = True) -> np.ndarray:
+    """np.unique by sorting (much faster on integer keys than NumPy 2.4's hashing); ``sort=False``: sorted."""
+    values = host_array(values, "values", ndim=1)
+    values = np.sort(values) if sort else values
+    if values.size > 1:
+        distinct = np.empty(values.size, dtype=bool)
+        distinct[0] = True
+        np.not_equal(values[1:], values[:-1], out=distinct[1:])
+        values = values[distinct]
     return values
 
 
@@ -351,7 +196,7 @@ def _as_id_array(values, what: str) -> np.ndarray:
     too_big = "{what}[{i}] = {v} does not fit in 64 bits (ids must lie below 2**63)"
     if array.dtype == object:
         for i, v in enumerate(array):
-            if _not_integer(v):
+            if not is_integer(v):
                 missing = v is None or type(v).__name__ in ("NAType", "NaTType")
                 raise GraphFormatError(f"{what} must hold integer vertex ids; {what}[{i}] is {v!r}" + (
                     " (a missing value in pandas: drop those edges first)" if missing else ""))
@@ -434,15 +279,9 @@ def _sorted_pairs(first: np.ndarray, second: np.ndarray, n: int) -> np.ndarray:
 
 
 def _build(n: int, src: np.ndarray, dst: np.ndarray, original_ids, name: str) -> Graph:
-    # Sorted keys source * n + target: equal neighbours are duplicates. In place, and int32 results written
+    # Sorted keys source * n + target, equal neighbours merged. In place, and int32 results written
     # directly: the peak stays near 24 bytes per edge.
-    keys = _sorted_pairs(src, dst, n)
-    if keys.size > 1:
-        distinct = np.empty(keys.size, dtype=bool)
-        distinct[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=distinct[1:])
-        keys = keys[distinct]
-        del distinct
+    keys = sorted_unique(_sorted_pairs(src, dst, n), sort=False)
     m = keys.size
     out_src = np.floor_divide(keys, n, out=np.empty(m, np.int32), casting="unsafe")
     out_targets = np.remainder(keys, n, out=np.empty(m, np.int32), casting="unsafe")
@@ -469,20 +308,17 @@ def check_csr(num_vertices: int, out_offsets, out_targets, in_offsets, in_source
                   in_sources=in_sources, out_degree=out_degree)
     if original_ids is not None:
         arrays["original_ids"] = original_ids
-    for key, array in arrays.items():
-        host_array(array, key)
-        if not isinstance(array, np.ndarray) or array.ndim != 1:
-            raise GraphFormatError(f"{key} must be a 1-D NumPy array, got {type(array).__name__} "
-                                   f"of shape {getattr(array, 'shape', None)}")
-    m = out_targets.size
+    m = np.size(host_array(out_targets, "out_targets"))
     wanted = dict(out_offsets=(offsets_dtype(m), n + 1), out_targets=(np.int32, m),
                   in_offsets=(offsets_dtype(m), n + 1), in_sources=(np.int32, m), out_degree=(np.int32, n),
                   original_ids=(np.int64, n))
     for key, array in arrays.items():
         dtype, size = wanted[key]
-        if array.dtype != dtype or array.size != size:
-            raise GraphFormatError(f"{key} must be {np.dtype(dtype)} of length {size:,} for {n:,} vertices "
-                                   f"and {m:,} edges, got {array.dtype} of length {array.size:,}")
+        host_array(array, key)
+        if not isinstance(array, np.ndarray) or array.shape != (size,) or array.dtype != dtype:
+            raise GraphFormatError(f"{key} must be {np.dtype(dtype)} of length {size:,} (a 1-D NumPy array) "
+                                   f"for {n:,} vertices and {m:,} edges, got {type(array).__name__} "
+                                   f"{getattr(array, 'dtype', '')} of shape {getattr(array, 'shape', None)}")
     for offsets, ids, key in ((out_offsets, out_targets, "out"), (in_offsets, in_sources, "in")):
         if offsets[0] != 0 or offsets[-1] != m:
             raise GraphFormatError(f"{key}_offsets must run from 0 to the edge count {m:,}, "

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import spearmanr
 
-from helpers.core.graph import (ArgumentError, Graph, as_number, check_flag, check_graph, check_integer,
-                                check_real, host_array)
+from helpers.core.arguments import ArgumentError, as_number, check_flag, check_integer, check_real, host_array
+from helpers.core.graph import Graph, check_graph
 from helpers.core.progress import bar
 
 DAMPING = 0.85

@@ -3,7 +3,8 @@
 import numpy as np
 
 from helpers.core import generators
-from helpers.core.graph import Graph, check_seed
+from helpers.core.arguments import check_seed
+from helpers.core.graph import Graph
 
 
 def verification_graphs(seed: int) -> list[Graph]:

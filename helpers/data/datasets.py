@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+from helpers.core.arguments import (ArgumentError, GraphFormatError, check_flag, check_integer, check_real,
+                                    check_seconds, check_seed)
 from helpers.core.generators import rmat_graph, web_graph
-from helpers.core.graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_flag,
-                                check_integer, check_real, check_seconds, check_seed, statistics_of)
+from helpers.core.graph import Graph, GraphFormatWarning, statistics_of
 from helpers.core.progress import say, warn
 from helpers.data.download import MAX_TIMEOUT, DownloadError, IntegrityError, fetch, redact
 from helpers.data.graphfiles import (ARRAYS, graph_from_pairs, load_npz, open_regular, read_edge_pairs,

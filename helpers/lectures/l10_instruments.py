@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from helpers import kernels
-from helpers.core.graph import to_host
+from helpers.core.arguments import to_host
 from helpers.driver import BLOCK, blocks_for, i32
 from helpers.driver.floors import WARP
 from helpers.measure.gpu import require_gpu

@@ -16,7 +16,7 @@ import pandas as pd
 
 from helpers import driver, kernels
 from helpers.core import generators
-from helpers.core.graph import check_seed, host_array, to_host
+from helpers.core.arguments import check_seed, host_array, to_host
 from helpers.driver import baselines
 from helpers.driver.floors import BYTES_MODEL, WARP, bytes_per_iteration
 from helpers.measure import results, verdicts

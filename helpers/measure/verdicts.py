@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t
 
-from helpers.core.graph import host_array
+from helpers.core.arguments import host_array
 
 MARGIN = 0.03
 
