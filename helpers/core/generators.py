@@ -30,8 +30,6 @@ def check_generated_size(kind: str, n: int, m: int) -> None:
                       "ask for fewer vertices or edges")
 
 
-# --- named tiny graphs ----------------------------------------------------------------------------
-
 def single_vertex() -> Graph:
     return from_edges([], [], 1, name="single vertex")
 
@@ -109,8 +107,6 @@ def tiny_graphs() -> dict[str, Graph]:
     return {name: make() for name, make in TINY_GRAPHS.items()}
 
 
-# --- seeded random graphs -------------------------------------------------------------------------
-
 def random_graph(n: int, avg_degree: float = 4.0, seed: int = 0, *, dangling_fraction: float = 0.2,
                  isolated_fraction: float = 0.05, self_loops: int = 5, duplicates: int = 20,
                  name: str | None = None) -> Graph:
@@ -155,18 +151,14 @@ def adversarial_graph(n: int, seed: int = 0, *, hub_in_links: int = 12_000, avg_
     others = np.delete(np.arange(n), hub)
     fans = rng.choice(others, size=min(hub_in_links, others.size), replace=False)
     src, dst = base.edges()
-    src = np.concatenate([src, fans])
-    dst = np.concatenate([dst, np.full(fans.size, hub)])
+    src, dst = np.concatenate([src, fans]), np.concatenate([dst, np.full(fans.size, hub)])
     return from_edges(src, dst, n, name=name or f"adversarial(n={n:,}, seed={seed}, hub: vertex {hub:,})")
 
-
-# --- R-MAT ------------------------------------------------------------------------------------------
 
 def _rmat_ids(rng, count: int, scale: int, abc) -> tuple[np.ndarray, np.ndarray]:
     """``count`` R-MAT (row, column) pairs in [0, 2**scale): one quadrant choice per level."""
     a, b, c = abc
-    rows = np.zeros(count, dtype=np.int64)
-    cols = np.zeros(count, dtype=np.int64)
+    rows, cols = np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
     for _ in range(scale):
         r = rng.random(count, dtype=np.float32)
         np.left_shift(rows, 1, out=rows)
@@ -203,9 +195,8 @@ def _rmat_more(rng, base, num_edges: int, n: int, linking: int, scale: int, abc,
 def rmat_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOOGLE_EDGES, seed: int = 0,
                *, dangling_share: float = WEB_GOOGLE_DANGLING_SHARE, a: float = 0.5, b: float = 0.2,
                c: float = 0.2, name: str | None = None, progress: bool = False) -> Graph:
-    """Power-law R-MAT graph (quadrant probabilities a, b, c, 1-a-b-c) with exactly ``num_edges`` distinct
-    edges, ``dangling_share`` of the vertices without out-links and none isolated; in- and out-hubs are
-    different pages (two random relabellings). ``progress`` shows a text bar."""
+    """Power-law R-MAT graph (quadrants a, b, c, 1-a-b-c): ``num_edges`` distinct edges, a ``dangling_share``
+    without out-links, none isolated, in- and out-hubs apart (two relabellings); ``progress``: a text bar."""
     a, b, c = abc = tuple(check_real(v, key, low=0.0, high=1.0) for key, v in (("a", a), ("b", b), ("c", c)))
     if a + b + c > 1.0 + 1e-9:
         raise ArgumentError(f"R-MAT probabilities must be non-negative and sum to at most 1 (the fourth, d, "
@@ -238,8 +229,6 @@ def rmat_graph(num_vertices: int = WEB_GOOGLE_VERTICES, num_edges: int = WEB_GOO
     return from_edges(source_label[keys // n], target_label[keys % n], n,
                       name=name or f"R-MAT(n={n:,}, m={num_edges:,}, seed={seed})")
 
-
-# --- a web-like stand-in: web-Google's published shape, crawl-order ids -----------------------------
 
 def _power_law_degrees(rng, count: int, total: int, cap: int, shift: float = 4.0) -> np.ndarray:
     """``count`` degrees in 1..cap from p(k) ~ (k + shift)^-alpha, alpha chosen for a sum near ``total``, then
@@ -277,8 +266,7 @@ def _rank_in_group(groups: np.ndarray, n: int) -> np.ndarray:
 
 
 def _targets(rng, sources, local_share: float, sites, cumulative) -> np.ndarray:
-    """A target per source: a share ``local_share`` in its site (its first page or one near the source), the
-    rest a popular page anywhere (``cumulative``: the popularity's running share)."""
+    """A target per source: a ``local_share`` in its site (its first page or one near), else popular ones."""
     site_start, site_size = sites[0][sources], sites[1][sources]
     local = rng.random(sources.size) < local_share
     home = rng.random(sources.size) < 0.25
@@ -290,8 +278,8 @@ def _targets(rng, sources, local_share: float, sites, cumulative) -> np.ndarray:
 
 
 def _draw_links(rng, out_degree, sites, local_share: float, max_in_degree: int) -> tuple[np.ndarray, int]:
-    """(sorted distinct keys source * n + target, hub): each source's out-degree of links, none a self-loop or
-    into the hub (a site's first page), and no other page with more than max_in_degree - 1 in-links."""
+    """(sorted keys source * n + target, hub): each source's out-degree of distinct links, no self-loop, none
+    into the hub (a site's first page), at most max_in_degree - 1 into any other page."""
     n = out_degree.size
     popularity = np.minimum(rng.pareto(1.1, n) + 1.0, 400.0)          # heavy-tailed, capped: no second hub
     hub = int(rng.choice(np.flatnonzero(sites[0] == np.arange(n))))
@@ -319,8 +307,7 @@ def _draw_links(rng, out_degree, sites, local_share: float, max_in_degree: int) 
 
 
 def _trim_links(rng, keys, m: int, hub: int, widest: int, n: int) -> np.ndarray:
-    """``keys`` less links down to ``m``: never a vertex's last link either way, one into the hub or from the
-    ``widest`` vertex; at most one per source and per target at a time."""
+    """``keys`` cut to ``m``, never a vertex's last link either way, one into the hub or from ``widest``."""
     while (surplus := keys.size - m) > 0:
         out_now, in_now = np.bincount(keys // n, minlength=n), np.bincount(keys % n, minlength=n)
         candidates = np.flatnonzero((out_now[keys // n] > 1) & (in_now[keys % n] > 1) & (keys % n != hub)
