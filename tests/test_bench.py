@@ -6,7 +6,7 @@ import pytest
 from helpers.driver import baselines
 from helpers import bench
 from helpers.core import generators
-from helpers.core.graph import ArrayKindError
+from helpers.core.arguments import ArrayKindError
 from helpers.core.reference import DAMPING, max_abs_diff, pagerank_step, teleport_vector
 from helpers.measure.cpu import cpu_description
 from fake_arrays import GpuArray, masked

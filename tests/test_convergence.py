@@ -15,7 +15,7 @@ from helpers.driver import floors
 from helpers.measure import gpu, verdicts   # noqa: E402
 from helpers.driver.iteration import Captured           # noqa: E402
 from helpers.measure.gpu import Timing                          # noqa: E402
-from helpers.core.graph import ArgumentError, ArrayKindError # noqa: E402
+from helpers.core.arguments import ArgumentError, ArrayKindError # noqa: E402
 from fake_arrays import GpuArray, masked, matrix                # noqa: E402
 
 

@@ -9,7 +9,7 @@ from helpers.lectures import l03_cpu_timing as cpu_timing
 from helpers.core import generators
 from helpers.measure import verdicts
 from helpers.measure.gpu import Timing
-from helpers.core.graph import ArgumentError
+from helpers.core.arguments import ArgumentError
 from helpers.core.reference import DAMPING, pagerank_step, teleport_vector
 
 

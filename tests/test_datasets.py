@@ -137,7 +137,7 @@ def test_a_standins_seed_is_checked_and_the_largest_one_works():
                           (None, "an integer"), (np.random.default_rng(1), "an integer")):
         with pytest.raises(datasets.ArgumentError, match=f"seed must be {message}"):
             datasets.standin(SMALL, seed, fraction=1 / 4)
-    from helpers.core.graph import MAX_SEED
+    from helpers.core.arguments import MAX_SEED
     assert datasets.standin(SMALL, MAX_SEED, fraction=1 / 4, verbose=False).num_vertices == 750
 
 

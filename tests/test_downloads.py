@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from helpers.data import datasets, download
-from helpers.core.graph import ArgumentError
+from helpers.core.arguments import ArgumentError
 from helpers.core.generators import rmat_graph
 from snapserver import cached_files, serving, snap_bytes
 

@@ -8,7 +8,7 @@ import pytest
 
 from helpers.measure import figures
 from helpers.lectures import l10_instruments as instruments
-from helpers.core.graph import ArrayKindError
+from helpers.core.arguments import ArrayKindError
 from fake_arrays import GpuArray, masked
 
 

@@ -81,7 +81,8 @@ def test_sectors_per_edge_counts_distinct_sectors_per_warp():
     assert sectors_per_edge(np.arange(64, dtype=np.int32)) == 4 / 32              # 8 floats per sector
 
 
-from helpers.core.graph import MAX_SEED, SEED_OFFSET, ArgumentError, GraphTooLargeError  # noqa: E402
+from helpers.core.arguments import MAX_SEED, SEED_OFFSET, ArgumentError  # noqa: E402
+from helpers.core.graph import GraphTooLargeError  # noqa: E402
 
 
 @pytest.mark.parametrize("call, message", [

@@ -11,15 +11,16 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from helpers.core import graph
+from helpers.core import arguments, graph
 from helpers.data import graphfiles
 from helpers.data.cache import arrays_sha256
 from helpers.data.graphfiles import (
     MAX_LINE_BYTES, NotRegularFileError, graph_from_pairs, looks_undirected, open_regular,
     read_edge_list, read_edge_pairs, read_header, write_edge_list)
+from helpers.core.arguments import ArgumentError, GraphFormatError
 from helpers.core.graph import (
-    ArgumentError, GraphFormatError, GraphFormatWarning, GraphTooLargeError, INT32_EDGE_LIMIT, build_bytes,
-    check_csr, from_edges, offsets_dtype, relabel)
+    GraphFormatWarning, GraphTooLargeError, INT32_EDGE_LIMIT, build_bytes, check_csr, from_edges,
+    offsets_dtype, relabel)
 from helpers.core.generators import adversarial_graph, random_graph
 from fake_arrays import GpuArray, masked, matrix
 from snapserver import bounded
@@ -720,22 +721,22 @@ def test_graph_builders_refuse_masked_and_gpu_arrays_with_one_error(build, name,
         message = f"{name} is a masked array with masked entries"
     else:
         x, message = GpuArray(), rf"{name} is a CuPy array in GPU memory.*{name}\.get\(\)"
-    with pytest.raises(graph.ArrayKindError, match=message) as raised:
+    with pytest.raises(arguments.ArrayKindError, match=message) as raised:
         build(x)
     assert isinstance(raised.value, ArgumentError) and isinstance(raised.value, GraphFormatError)
     assert isinstance(raised.value, TypeError) and isinstance(raised.value, ValueError)
 
 
 def test_a_gpu_array_is_recognised_without_cupy_and_host_arrays_pass_unchanged():
-    assert graph.on_gpu(GpuArray()) and not graph.on_gpu(np.zeros(3)) and not graph.on_gpu([1, 2])
+    assert arguments.on_gpu(GpuArray()) and not arguments.on_gpu(np.zeros(3)) and not arguments.on_gpu([1, 2])
     unmasked = np.ma.masked_array([1, 2], mask=False)
-    assert graph.host_array(unmasked, "x") is unmasked                 # nothing masked: used as given
+    assert arguments.host_array(unmasked, "x") is unmasked                 # nothing masked: used as given
     gpu = GpuArray()
-    assert graph.host_array(gpu, "x", gpu=True) is gpu                 # a function that runs on the GPU too
-    with pytest.raises(graph.ArrayKindError, match="x is a CuPy array"):
-        graph.host_array(gpu, "x")
-    with pytest.raises(graph.ArrayKindError, match="x is a masked array"):
-        graph.host_array(masked(), "x", gpu=True)
+    assert arguments.host_array(gpu, "x", gpu=True) is gpu             # a function that runs on the GPU too
+    with pytest.raises(arguments.ArrayKindError, match="x is a CuPy array"):
+        arguments.host_array(gpu, "x")
+    with pytest.raises(arguments.ArrayKindError, match="x is a masked array"):
+        arguments.host_array(masked(), "x", gpu=True)
 
 
 @pytest.mark.parametrize("value, message", [
@@ -747,36 +748,36 @@ def test_a_gpu_array_is_recognised_without_cupy_and_host_arrays_pass_unchanged()
 def test_host_array_refuses_masks_inside_lists_and_matrices(value, message):
     """Was: a list holding a masked array was read through the mask (ulp_sum counted the hidden 9.0,
     busiest_lane a hidden in-degree), and a numpy.matrix met IndexError or matmul's errors."""
-    with pytest.raises(graph.ArrayKindError, match=message):
-        graph.host_array(value, "x")
-    assert graph.host_array([np.ma.masked_array([1, 2], mask=False), [3, 4]], "x") is not None    # none hidden
+    with pytest.raises(arguments.ArrayKindError, match=message):
+        arguments.host_array(value, "x")
+    assert arguments.host_array([np.ma.masked_array([1, 2], mask=False), [3, 4]], "x") is not None  # none hidden
 
 
 def test_host_array_checks_dimensions_where_told_and_to_host_copies_only_cupys_arrays():
     for value, shown in ((np.array(3.0), r"shape \(\)"), ([[1, 2]], r"shape \(1, 2\)"), ([[1], [2, 3]], "ragged")):
-        with pytest.raises(graph.ArrayKindError, match=f"x must be a 1-D array, got (a )?{shown}"):
-            graph.host_array(value, "x", ndim=1)
-    assert graph.to_host([1, 2], "x").tolist() == [1, 2]
+        with pytest.raises(arguments.ArrayKindError, match=f"x must be a 1-D array, got (a )?{shown}"):
+            arguments.host_array(value, "x", ndim=1)
+    assert arguments.to_host([1, 2], "x").tolist() == [1, 2]
 
     class WithGet(GpuArray):                 # CuPy's own: copied to the host with .get()
         def get(self):
             return np.arange(3)
 
-    assert graph.to_host(WithGet(), "x").tolist() == [0, 1, 2]
-    with pytest.raises(graph.ArrayKindError, match=r"x is a CuPy array in GPU memory.*x\.get\(\)"):
-        graph.to_host(GpuArray(), "x")       # was int()'s or NumPy's TypeError where it was read
-    with pytest.raises(graph.ArrayKindError, match=r"values must be a 1-D array, got shape \(\)"):
+    assert arguments.to_host(WithGet(), "x").tolist() == [0, 1, 2]
+    with pytest.raises(arguments.ArrayKindError, match=r"x is a CuPy array in GPU memory.*x\.get\(\)"):
+        arguments.to_host(GpuArray(), "x")       # was int()'s or NumPy's TypeError where it was read
+    with pytest.raises(arguments.ArrayKindError, match=r"values must be a 1-D array, got shape \(\)"):
         graph.sorted_unique(np.array(3))     # was NumPy's AxisError
 
 
 def test_seconds_are_checked_as_numbers_of_seconds():
-    assert graph.check_seconds(np.float32(1.5), "t") == 1.5 and graph.check_seconds(3, "t") == 3.0
+    assert arguments.check_seconds(np.float32(1.5), "t") == 1.5 and arguments.check_seconds(3, "t") == 3.0
     for bad, message in ((True, "a number"), ("5", "a number"), (0, "positive and finite"),
                          (float("nan"), "positive and finite"), (10**400, "positive and finite")):
         with pytest.raises(ArgumentError, match=f"t must be {message}"):
-            graph.check_seconds(bad, "t")
+            arguments.check_seconds(bad, "t")
     with pytest.raises(ArgumentError, match=r"t must be at most 60 s, got 1e\+308"):
-        graph.check_seconds(1e308, "t", maximum=60)
+        arguments.check_seconds(1e308, "t", maximum=60)
 
 
 def test_an_edge_list_is_written_atomically_and_never_over_a_folder_or_device(tmp_path, monkeypatch):

@@ -13,7 +13,8 @@ from helpers.driver import device_generators
 from helpers.driver import locality
 from helpers.driver import VARIANTS     # imports no CuPy
 from helpers.kernels.catalog import CATALOG
-from helpers.core.graph import ArgumentError, from_edges
+from helpers.core.arguments import ArgumentError
+from helpers.core.graph import from_edges
 from helpers.core.reference import pagerank
 
 checking = importlib.import_module("helpers.driver.verify")     # helpers.driver.verify is also a function

@@ -15,7 +15,7 @@ import pytest
 from helpers import course
 from helpers.core import generators
 from helpers import multigpu as mg
-from helpers.core.graph import ArgumentError, ArrayKindError, GraphFormatError
+from helpers.core.arguments import ArgumentError, ArrayKindError, GraphFormatError
 from helpers.core.graph import GraphTooLargeError
 from helpers.core.reference import pagerank, verify_fixed_point
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from helpers.core import generators
-from helpers.core.graph import ArgumentError, ArrayKindError
+from helpers.core.arguments import ArgumentError, ArrayKindError
 from helpers.core.reference import (
     ConvergenceWarning, l1_distance, max_abs_diff, pagerank, pagerank_step, rank_correlation,
     teleport_vector, top_k, top_k_overlap, verify_fixed_point)

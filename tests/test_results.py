@@ -5,7 +5,7 @@ import pytest
 
 from helpers.measure import results, verdicts
 from helpers.measure.gpu import Timing
-from helpers.core.graph import ArrayKindError
+from helpers.core.arguments import ArrayKindError
 from fake_arrays import GpuArray, masked
 
 

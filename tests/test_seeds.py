@@ -7,7 +7,7 @@ import pytest
 
 from helpers.lectures import l13_seeds as seeds
 from helpers.measure.gpu import Timing
-from helpers.core.graph import ArrayKindError
+from helpers.core.arguments import ArrayKindError
 from fake_arrays import GpuArray, masked, matrix
 
 matplotlib.use("Agg")
@@ -188,6 +188,6 @@ def test_in_degrees_and_series_refuse_masks_in_lists_matrices_and_gpu_arrays_the
 
 @pytest.mark.parametrize("seed", [-1, 2.5, np.float64(42), True, 2**63])
 def test_the_six_versions_seed_is_checked_before_any_gpu_work(seed):
-    from helpers.core.graph import ArgumentError
+    from helpers.core.arguments import ArgumentError
     with pytest.raises(ArgumentError, match="seed must be"):
         seeds.six_versions_at_their_sizes("six_versions", seed=seed)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from helpers.core.graph import fresh_seed       # the checks name their seed as verify does: checked, or a fresh one
+from helpers.core.arguments import fresh_seed   # the checks name their seed as verify does
 
 LOG_VARIABLE = "PAGERANK_CHECK_LOG"   # a file each shown report's verdict is added to (helpers.course execute)
 NOT_WRITTEN_YET = "not written yet: replace the TODO with your code"

@@ -1,202 +1,34 @@
-"""Graphs as the course stores them: out-CSR, in-CSR (the transpose, for pull kernels) and degrees.
-
-Edge policy, shared by the reference and every kernel: duplicate edges are merged into one (a page
-that links to another twice still casts one vote) and self-loops are kept as ordinary edges (a page
-that links to itself keeps part of its own rank). networkx's DiGraph follows the same policy.
-Building checks the host's memory first (``build_bytes``); edge-list files are read in helpers.data.graphfiles.
-"""
+"""Graphs as the course stores them: out-CSR, in-CSR (the transpose, for pull kernels) and degrees. Edge
+policy (networkx's DiGraph's too): duplicate edges merge into one, self-loops stay ordinary edges."""
 from __future__ import annotations
 
-import math
-import numbers
 import os
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from helpers.core.arguments import (MAX_VERTICES, ArgumentError, GraphFormatError, check_flag, check_integer,
+                                    check_vertices, host_array, is_integer)
+
 INT32_EDGE_LIMIT = 2**31  # from this many edges on, offsets no longer fit in int32
-MAX_VERTICES = 2**31 - 1  # vertex ids are stored as int32
 INT64_LIMIT = 2**63       # ids in files and id arrays must lie below this (they are stored as int64)
 
 
-class GraphFormatError(ValueError):
-    """An edge list that cannot become a graph; the message names the file and line where it can."""
-
-
-class ArgumentError(ValueError, TypeError):
-    """A parameter of the wrong type or out of range. Both a ValueError and a TypeError, so either
-    ``except`` catches it (as NumPy's AxisError is both a ValueError and an IndexError)."""
-
-
-class ArrayKindError(GraphFormatError, ArgumentError):
-    """An array NumPy would read other than as meant: a masked array with masked entries (or a list holding
-    one), a SciPy sparse matrix, a numpy.matrix, an array in GPU memory where host memory is needed, or one
-    of another number of dimensions than the function takes (``host_array`` says which). An ArgumentError,
-    and a GraphFormatError as masked ids always were, so that either ``except`` catches it."""
-
-
 class GraphFormatWarning(UserWarning):
-    """An edge list that can be read but probably not as meant (a header that disagrees with the body,
-    an undirected file read as directed)."""
+    """An edge list that can be read but probably not as meant (a header that disagrees with the body)."""
 
 
 class GraphTooLargeError(MemoryError):
-    """A graph, or a layout of it, needs more memory than there is (host or GPU), or more than int32 indices
-    can address; the message gives the arithmetic and how to make it smaller. Refused before allocating."""
+    """A graph, or a layout of it, needs more memory (host or GPU) or more indices than there are."""
 
 
-# --- argument checks shared by the helpers ----------------------------------------------------------
-
-def check_integer(value, name: str, *, minimum: int | None = None) -> int:
-    """``value`` as a Python int: integers and NumPy integers pass; floats (even 2.0), bools and strings do
-    not, so that nothing is silently truncated."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise ArgumentError(f"{name} must be an integer, got {value!r} ({type(value).__name__})")
-    value = int(value)
-    if minimum is not None and value < minimum:
-        raise ArgumentError(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
-def as_number(value, name: str) -> float:
-    """``value`` as a float (an int too large for one: infinity); bools, strings, complex numbers and arrays
-    raise ArgumentError naming the parameter."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise ArgumentError(f"{name} must be a number, got {repr(value)[:60]} ({type(value).__name__})")
-    try:
-        return float(value)
-    except OverflowError:
-        return math.inf
-
-
-def check_seconds(value, name: str, *, maximum: float | None = None) -> float:
-    """``value`` as a float number of seconds: positive and finite (and at most ``maximum``); ints and NumPy
-    numbers pass, bools, strings, NaN and infinity do not, nor an int too large for a float."""
-    seconds = as_number(value, name)
-    if not (math.isfinite(seconds) and seconds > 0):
-        raise ArgumentError(f"{name} must be positive and finite, got {repr(value)[:60]}")
-    if maximum is not None and seconds > maximum:
-        raise ArgumentError(f"{name} must be at most {maximum:,g} s, got {seconds:g}")
-    return seconds
-
-
-def check_real(value, name: str, *, low: float | None = None, high: float | None = None) -> float:
-    """``value`` as a finite float within [low, high]; ints, fractions and NumPy numbers pass, bools, strings,
-    complex numbers, NaN and infinity do not (nor an int too large for a float)."""
-    number = as_number(value, name)
-    if not math.isfinite(number):
-        raise ArgumentError(f"{name} must be finite, got {repr(value)[:60]}")
-    if (low is not None and number < low) or (high is not None and number > high):
-        bounds = (f"lie between {low:g} and {high:g}" if low is not None and high is not None else
-                  f"be at least {low:g}" if low is not None else f"be at most {high:g}")
-        raise ArgumentError(f"{name} must {bounds}, got {number:g}")
-    return number
-
-
-def as_path(path, what: str = "path") -> Path:
-    """``path`` (a str, bytes or os.PathLike) as a Path; anything else, an empty path or one holding a NUL
-    character raises ArgumentError (where os and pathlib would raise a bare TypeError or ValueError)."""
-    if not isinstance(path, (str, bytes, os.PathLike)):
-        raise ArgumentError(f"{what} must be a file path (a str or pathlib.Path), got {type(path).__name__}")
-    text = os.fsdecode(os.fspath(path))
-    if not text or "\0" in text:
-        raise ArgumentError(f"{what} must name a file, got {text!r}")
-    return Path(text)
-
-
-SEED_OFFSET = 1_000_003      # the most any helper adds to a seed (adversarial_graph's hub stream)
-MAX_SEED = 2**63 - 1 - SEED_OFFSET   # so that a seed plus its offset still fits int64, NumPy's or C's
-
-
-def check_seed(seed, name: str = "seed", *, rng: bool = True):
-    """A seed as a Python int from 0 to MAX_SEED: checked before any arithmetic on it (an int64 seed plus an
-    offset wraps around). Floats, bools and strings are refused; with ``rng`` (for what feeds NumPy's
-    default_rng) None, a Generator and a SeedSequence pass unchanged."""
-    if rng and (seed is None or isinstance(seed, (np.random.Generator, np.random.SeedSequence))):
-        return seed
-    seed = check_integer(seed, name, minimum=0)
-    if seed > MAX_SEED:
-        raise ArgumentError(f"{name} must be at most {MAX_SEED} (2**63 - 1 less the {SEED_OFFSET:,} the helpers "
-                            f"may add to it), got {seed}")
-    return seed
-
-
-def fresh_seed(seed) -> int:
-    """The seed given (checked: ``check_seed``), or a fresh one, printed by the caller so that it can be
-    passed back."""
-    return int(np.random.SeedSequence().entropy % 2**31) if seed is None else check_seed(seed, rng=False)
-
-
-def check_flag(value, name: str) -> bool:
-    """``value`` as a bool: only True and False (NumPy's included) pass: 'no' or 2 is not read as True."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ArgumentError(f"{name} must be True or False, got {value!r} ({type(value).__name__})")
-    return bool(value)
-
-
-def on_gpu(values) -> bool:
-    """Does ``values`` live in GPU memory (a CuPy array, or anything with a CUDA array interface)? Imports
-    nothing: CuPy's types are recognised by their module."""
-    return type(values).__module__.startswith("cupy") or hasattr(values, "__cuda_array_interface__")
-
-
-def _masked_inside(values) -> bool:
-    """Whether a list or tuple holds, at any depth, a masked array with masked entries (numpy.ma.masked too):
-    NumPy builds an array from it as if nothing were masked."""
-    return any(isinstance(v, (list, tuple)) and _masked_inside(v) or
-               isinstance(v, np.ma.MaskedArray) and np.ma.getmaskarray(v).any()
-               for v in values if isinstance(v, (list, tuple, np.ma.MaskedArray)))
-
-
-def host_array(values, name: str, *, gpu: bool = False, fill: str | None = None, ndim: int | None = None):
-    """``values`` unchanged, unless NumPy would read it other than as meant: a masked array with masked entries
-    or a list holding one (read through the mask), a SciPy sparse matrix (read as one object), a numpy.matrix
-    (2-D whatever is taken from it), unless ``gpu`` (a function that runs on the GPU too) a GPU array (NumPy
-    refuses it with a bare TypeError), and with ``ndim`` an array of another number of dimensions (a 0-d
-    one where a vector is needed). Those raise ArrayKindError naming ``name``; ``fill`` replaces the advice
-    on masked entries. Every public function taking arrays calls this first."""
-    masked = np.ma.isMaskedArray(values) and np.ma.getmaskarray(values).any()
-    if masked or isinstance(values, (list, tuple)) and _masked_inside(values):
-        raise ArrayKindError(f"{name} {'is' if masked else 'holds'} a masked array with masked entries, which "
-                             f"NumPy reads through the mask: " +
-                             (fill or f"give every entry a value (e.g. {name}.filled(0)) or drop the masked "
-                                      f"ones ({name}.compressed())"))
-    if hasattr(values, "toarray") and hasattr(values, "nnz"):
-        raise ArrayKindError(f"{name} is a SciPy sparse {type(values).__name__}; pass a dense array: e.g. "
-                             f"{name}.toarray().ravel()")
-    if isinstance(values, np.matrix):
-        raise ArrayKindError(f"{name} is a numpy.matrix, which stays 2-D whatever is taken from it; pass an "
-                             f"array: e.g. numpy.asarray({name}).ravel()")
-    if not gpu and on_gpu(values):
-        cupy = type(values).__module__.startswith("cupy")
-        raise ArrayKindError(f"{name} is a {'CuPy array' if cupy else type(values).__name__} in GPU memory, and "
-                             f"this function works on host (NumPy) arrays: copy it to the host first with "
-                             f"{name}.get()" + ("" if cupy else f" (CuPy; PyTorch: {name}.cpu().numpy())"))
-    if ndim is not None:
-        try:
-            found = np.ndim(values)
-        except (TypeError, ValueError):        # a ragged list: NumPy cannot tell
-            found = None
-        if found != ndim:
-            raise ArrayKindError(f"{name} must be a {ndim}-D array, got " +
-                                 (f"shape {np.shape(values)}" if found is not None else "a ragged list"))
-    return values
-
-
-def to_host(values, name: str, *, ndim: int | None = None) -> np.ndarray:
-    """``values`` as a NumPy array: a CuPy array copied to the host (``.get()``), anything else checked by
-    ``host_array``; a GPU array that is not CuPy's (no ``.get()``) raises ArrayKindError saying how."""
-    host_array(values, name, gpu=True, ndim=ndim)
-    if on_gpu(values) and not isinstance(values, np.ndarray):
-        if not callable(getattr(values, "get", None)):
-            host_array(values, name)                  # says to copy it to the host first
-        values = values.get()
-    return np.asarray(values)
+def check_graph(graph) -> Graph:
+    if not isinstance(graph, Graph):
+        raise ArgumentError(f"expected a helpers.core.graph.Graph, got {type(graph).__name__}")
+    return graph
 
 
 def offsets_dtype(num_edges: int) -> type:
@@ -204,28 +36,23 @@ def offsets_dtype(num_edges: int) -> type:
     return np.int32 if num_edges < INT32_EDGE_LIMIT else np.int64
 
 
-# --- host memory, checked before any allocation an input decides ----------------------------------------
-
-# Peak host bytes beyond the inputs, measured with tracemalloc. Building (from_edges on uniform random edges,
-# 10**4 to 4.2*10**6 vertices, 2*10**5 to 3.8*10**7 edges): at most 20 per vertex + 16 per edge (the in-place
-# key sorts, the int32 results, the offsets); 22 and 17 stay within 8% of every case measured.
+# Peak host bytes beyond the inputs, measured with tracemalloc: building (from_edges, 10**4 to 4.2*10**6
+# vertices, 2*10**5 to 3.8*10**7 edges) stays within 20 per vertex + 16 per edge.
 BUILD_BYTES_PER_VERTEX = 22
 BUILD_BYTES_PER_EDGE = 17
-PARSE_BYTES_PER_LINE = 18    # read_edge_pairs: the (k, 2) int64 result as NumPy's reader grows it (measured)
-RELABEL_BYTES_PER_ID = 28    # relabel: both ends' ids, their order and the lookup (measured, either path)
+PARSE_BYTES_PER_LINE = 18    # read_edge_pairs: the (k, 2) int64 result as NumPy's reader grows it
+RELABEL_BYTES_PER_ID = 28    # relabel: both ends' ids, their order and the lookup
 
 
 def build_bytes(num_vertices: int, num_edges: int) -> int:
-    """Host bytes that building a Graph of this size allocates at its peak (from_edges; the Graph itself,
-    about 8 bytes per edge and 16 per vertex, is part of it). For checking before generating or loading."""
+    """Host bytes that building a Graph of this size allocates at its peak, the Graph included."""
     n = check_integer(num_vertices, "num_vertices", minimum=0)
     m = check_integer(num_edges, "num_edges", minimum=0)
     return BUILD_BYTES_PER_VERTEX * n + BUILD_BYTES_PER_EDGE * m
 
 
 def available_host_bytes() -> int | None:
-    """Host memory that can be allocated now: MemAvailable (free plus reclaimable cache) from /proc/meminfo,
-    else the free pages sysconf reports; None where neither can be read (nothing is refused then)."""
+    """Host memory that can be allocated now (MemAvailable, else free pages); None where neither is known."""
     try:
         with open("/proc/meminfo", "rb") as f:
             for line in f.read(1 << 16).splitlines():
@@ -253,12 +80,8 @@ def check_host_memory(needed: int, what: str, arithmetic: str, smaller: str) -> 
 
 @dataclass(frozen=True, eq=False)
 class Graph:
-    """A directed graph in compressed sparse row form, both ways round.
-
-    ``out_offsets``/``out_targets``: vertex u links to ``out_targets[out_offsets[u]:out_offsets[u+1]]``.
-    ``in_offsets``/``in_sources``: vertex v is linked from ``in_sources[in_offsets[v]:in_offsets[v+1]]``.
-    ``original_ids[v]`` is the id vertex v had in the input (None when ids were already 0..n-1).
-    """
+    """A directed graph in CSR both ways: u links to ``out_targets[out_offsets[u]:out_offsets[u+1]]``, v is
+    linked from ``in_sources[in_offsets[v]:in_offsets[v+1]]``; ``original_ids[v]``: v's input id, or None."""
 
     num_vertices: int
     out_offsets: np.ndarray
@@ -294,16 +117,13 @@ class Graph:
 
     def edges(self) -> tuple[np.ndarray, np.ndarray]:
         """(sources, targets) in out-CSR order, sorted by source then target."""
-        sources = np.repeat(np.arange(self.num_vertices, dtype=np.int32), self.out_degree)
-        return sources, self.out_targets
+        return np.repeat(np.arange(self.num_vertices, dtype=np.int32), self.out_degree), self.out_targets
 
     @cached_property
     def in_matrix(self):
         """SciPy CSR matrix A with A[v, u] = 1 for every edge u -> v (rows are in-link lists)."""
-
         n = self.num_vertices
-        data = np.ones(self.num_edges, dtype=np.float64)
-        return sp.csr_matrix((data, self.in_sources, self.in_offsets), shape=(n, n))
+        return sp.csr_matrix((np.ones(self.num_edges), self.in_sources, self.in_offsets), shape=(n, n))
 
     def __repr__(self) -> str:
         sizes = f"{self.num_vertices:,} vertices, {self.num_edges:,} edges, "
@@ -312,32 +132,33 @@ class Graph:
         return f"Graph({self.name!r}: {sizes}{int(self.dangling.sum()):,} dangling)"
 
 
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """np.unique by sorting: on integer keys much faster than the hash-based path of NumPy 2.4."""
-    values = np.sort(host_array(values, "values", ndim=1))
-    if values.size:
-        values = values[np.concatenate([[True], values[1:] != values[:-1]])]
+def sorted_unique(values: np.ndarray, *, sort: bool = True) -> np.ndarray:
+    """np.unique by sorting (much faster on integer keys than NumPy 2.4's hashing); ``sort=False``: sorted."""
+    values = host_array(values, "values", ndim=1)
+    values = np.sort(values) if sort else values
+    if values.size > 1:
+        distinct = np.empty(values.size, dtype=bool)
+        distinct[0] = True
+        np.not_equal(values[1:], values[:-1], out=distinct[1:])
+        values = values[distinct]
     return values
 
 
 def relabel(sources, targets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Map sparse ids onto 0..n-1 in increasing id order; returns (sources, targets, original_ids)."""
-    sources = _as_id_array(sources, "sources")
-    targets = _as_id_array(targets, "targets")
-    if sources.size != targets.size:
-        raise GraphFormatError(f"sources and targets differ in length ({sources.size} against "
-                               f"{targets.size})")
+    sources, targets = _id_pair(sources, targets)
     ids = 2 * sources.size
     check_host_memory(RELABEL_BYTES_PER_ID * ids, f"relabelling {ids:,} ids",
                       f"{RELABEL_BYTES_PER_ID} bytes per id", "use fewer edges")
     both = np.concatenate([sources, targets])
+    too_many = "{:,} distinct ids do not fit int32 vertex ids"
     if both.size and 0 <= both.min() and both.max() < 2 * both.size:
         # Compact ids (the usual case): a lookup table is linear time.
         present = np.zeros(int(both.max()) + 1, dtype=bool)
         present[both] = True
         original_ids = np.flatnonzero(present)
         if original_ids.size > MAX_VERTICES:
-            raise GraphFormatError(f"{original_ids.size:,} distinct ids do not fit int32 vertex ids")
+            raise GraphFormatError(too_many.format(original_ids.size))
         lookup = np.cumsum(present, dtype=np.int32)
         lookup -= 1
         del present
@@ -345,14 +166,23 @@ def relabel(sources, targets) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     else:
         original_ids = sorted_unique(both)
         if original_ids.size > MAX_VERTICES:
-            raise GraphFormatError(f"{original_ids.size:,} distinct ids do not fit int32 vertex ids")
+            raise GraphFormatError(too_many.format(original_ids.size))
         compact = np.searchsorted(original_ids, both).astype(np.int32)
     return compact[: sources.size], compact[sources.size:], original_ids.astype(np.int64)
 
 
+def _id_pair(sources, targets) -> tuple[np.ndarray, np.ndarray]:
+    """Both ends of the edges as id arrays (``_as_id_array``) of one length."""
+    sources, targets = _as_id_array(sources, "sources"), _as_id_array(targets, "targets")
+    if sources.size != targets.size:
+        raise GraphFormatError(f"sources and targets differ in length ({sources.size} against "
+                               f"{targets.size})")
+    return sources, targets
+
+
 def _as_id_array(values, what: str) -> np.ndarray:
-    """A 1-D signed integer array of ids (int64 unless given narrower, never copied then), refusing what
-    would be wrapped or truncated: floats, bools, ids beyond int64 (a uint64 2**63 is reported as itself)."""
+    """A 1-D signed integer id array (int64 unless given narrower, then not copied), refusing what would be
+    wrapped or truncated: floats, bools, ids beyond int64 (a uint64 2**63 is reported as itself)."""
     host_array(values, what, fill="a masked id is no vertex id; drop those edges first (e.g. with "
                                    "numpy.ma.compressed on both ends)")
     try:
@@ -363,25 +193,22 @@ def _as_id_array(values, what: str) -> np.ndarray:
         raise GraphFormatError(f"{what} must be a 1-D array of vertex ids, got shape {array.shape}")
     if array.size == 0:
         return np.zeros(0, dtype=np.int64)
+    too_big = "{what}[{i}] = {v} does not fit in 64 bits (ids must lie below 2**63)"
     if array.dtype == object:
-        if not all(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in array):
-            i, bad = next((i, v) for i, v in enumerate(array)
-                          if not isinstance(v, numbers.Integral) or isinstance(v, (bool, np.bool_)))
-            missing = bad is None or type(bad).__name__ in ("NAType", "NaTType")
-            raise GraphFormatError(f"{what} must hold integer vertex ids; {what}[{i}] is {bad!r}" +
-                                   (" (a missing value in pandas: drop those edges first)" if missing else ""))
         for i, v in enumerate(array):
+            if not is_integer(v):
+                missing = v is None or type(v).__name__ in ("NAType", "NaTType")
+                raise GraphFormatError(f"{what} must hold integer vertex ids; {what}[{i}] is {v!r}" + (
+                    " (a missing value in pandas: drop those edges first)" if missing else ""))
             if not -INT64_LIMIT <= int(v) < INT64_LIMIT:
-                raise GraphFormatError(f"{what}[{i}] = {int(v)} does not fit in 64 bits (ids must lie below "
-                                       f"2**63)")
+                raise GraphFormatError(too_big.format(what=what, i=i, v=int(v)))
         return array.astype(np.int64)
     if array.dtype.kind == "f":               # whole numbers in floats are not truncated silently: say how
         bad = np.flatnonzero(~np.isfinite(array) | (array != np.round(array)))
         if bad.size:
             i = int(bad[0])
-            raise GraphFormatError(f"{what} must hold integer vertex ids; {what}[{i}] is "
-                                   f"{float(array[i])!r} (a missing value in pandas reads as nan: drop "
-                                   f"those edges first)")
+            raise GraphFormatError(f"{what} must hold integer vertex ids; {what}[{i}] is {float(array[i])!r} "
+                                   f"(a missing value in pandas reads as nan: drop those edges first)")
         raise GraphFormatError(f"{what} must hold integer vertex ids, got dtype {array.dtype}; its values "
                                f"are whole numbers, so {what}.astype('int64') gives the ids")
     if array.dtype.kind not in "iu":
@@ -389,49 +216,39 @@ def _as_id_array(values, what: str) -> np.ndarray:
     if array.dtype.kind == "u" and array.dtype.itemsize == 8:
         big = np.flatnonzero(array >= np.uint64(INT64_LIMIT))
         if big.size:
-            i = int(big[0])
-            raise GraphFormatError(f"{what}[{i}] = {int(array[i])} does not fit in 64 bits "
-                                   f"(ids must lie below 2**63)")
+            raise GraphFormatError(too_big.format(what=what, i=int(big[0]), v=int(array[big[0]])))
     return array if array.dtype.kind == "i" else array.astype(np.int64)
 
 
 def from_edges(sources, targets, num_vertices: int | None = None, *, undirected: bool = False,
                original_ids=None, name: str = "graph") -> Graph:
-    """Build a Graph from two arrays of vertex ids in 0..num_vertices-1 (edge i is sources[i] -> targets[i]).
+    """A Graph from two arrays of vertex ids in 0..num_vertices-1 (edge i: sources[i] -> targets[i]).
 
-    ``num_vertices`` (an integer) defaults to the largest id + 1; vertices without edges are kept (isolated).
-    ``undirected=True`` turns every listed pair into two directed edges. ``original_ids``, if given, holds
-    one distinct integer id per vertex: the id each vertex had in the input. The host's memory is checked
-    first (``build_bytes``): GraphTooLargeError says what the graph would need.
+    ``num_vertices`` defaults to the largest id + 1; ``undirected`` makes every pair two directed edges;
+    ``original_ids`` holds each vertex's distinct id in the input. The host's memory is checked first.
     """
     undirected = check_flag(undirected, "undirected")
     if not isinstance(name, str):
         raise ArgumentError(f"name must be a string, got {name!r}")
-    src = _as_id_array(sources, "sources")
-    dst = _as_id_array(targets, "targets")
-    if src.size != dst.size:
-        raise GraphFormatError(f"sources and targets differ in length ({src.size} against {dst.size})")
+    src, dst = _id_pair(sources, targets)
     if num_vertices is None:
         if src.size == 0:
             raise GraphFormatError("empty graph: no edges and no num_vertices to say how many vertices")
         num_vertices = int(max(src.max(), dst.max())) + 1
-    n = check_integer(num_vertices, "num_vertices")
+    n = check_vertices(num_vertices, "num_vertices", minimum=None, error=GraphFormatError)
     if n < 1:
         raise GraphFormatError(f"a graph needs at least one vertex, got num_vertices={num_vertices}")
-    if n > MAX_VERTICES:
-        raise GraphFormatError(f"{n:,} vertices do not fit the course's int32 vertex ids")
     m = src.size * (2 if undirected else 1)
     check_host_memory(build_bytes(n, m) + (2 * (src.nbytes + dst.nbytes) if undirected else 0),
                       f"building {name!r} ({n:,} vertices, {m:,} edges)",
                       f"{BUILD_BYTES_PER_VERTEX} bytes per vertex + {BUILD_BYTES_PER_EDGE} per edge",
                       "use fewer vertices or edges")
-    if src.size:
-        for array, what in ((src, "source"), (dst, "target")):
-            bad = np.flatnonzero((array < 0) | (array >= n))
-            if bad.size:
-                i = int(bad[0])
-                raise GraphFormatError(
-                    f"edge {i} has {what} id {int(array[i])}, outside 0..{n - 1} (num_vertices={n})")
+    for array, what in ((src, "source"), (dst, "target")):
+        bad = np.flatnonzero((array < 0) | (array >= n))
+        if bad.size:
+            i = int(bad[0])
+            raise GraphFormatError(f"edge {i} has {what} id {int(array[i])}, outside 0..{n - 1} "
+                                   f"(num_vertices={n})")
     if original_ids is not None:
         original_ids = _check_original_ids(original_ids, n)
     if undirected:
@@ -448,24 +265,23 @@ def _check_original_ids(original_ids, n: int) -> np.ndarray:
         ordered = np.sort(ids)
         repeated = np.flatnonzero(ordered[1:] == ordered[:-1])
         if repeated.size:
-            raise GraphFormatError(f"original_ids must be distinct; {int(ordered[repeated[0]])} occurs "
-                                   f"twice")
+            raise GraphFormatError(f"original_ids must be distinct; {int(ordered[repeated[0]])} occurs twice")
     return ids
 
 
-def _build(n: int, src: np.ndarray, dst: np.ndarray, original_ids, name: str) -> Graph:
-    # One in-place sort of the key source * n + target orders edges by (source, target); equal neighbours
-    # are duplicates. In place, and int32 results written directly: the peak stays near 24 bytes per edge.
-    keys = src.astype(np.int64)
+def _sorted_pairs(first: np.ndarray, second: np.ndarray, n: int) -> np.ndarray:
+    """The keys first * n + second, sorted in place: pairs ordered by first, then second."""
+    keys = first.astype(np.int64)
     keys *= n
-    keys += dst
+    keys += second
     keys.sort()
-    if keys.size > 1:
-        distinct = np.empty(keys.size, dtype=bool)
-        distinct[0] = True
-        np.not_equal(keys[1:], keys[:-1], out=distinct[1:])
-        keys = keys[distinct]
-        del distinct
+    return keys
+
+
+def _build(n: int, src: np.ndarray, dst: np.ndarray, original_ids, name: str) -> Graph:
+    # Sorted keys source * n + target, equal neighbours merged. In place, and int32 results written
+    # directly: the peak stays near 24 bytes per edge.
+    keys = sorted_unique(_sorted_pairs(src, dst, n), sort=False)
     m = keys.size
     out_src = np.floor_divide(keys, n, out=np.empty(m, np.int32), casting="unsafe")
     out_targets = np.remainder(keys, n, out=np.empty(m, np.int32), casting="unsafe")
@@ -476,12 +292,8 @@ def _build(n: int, src: np.ndarray, dst: np.ndarray, original_ids, name: str) ->
     np.cumsum(out_degree, dtype=odt, out=out_offsets[1:])
     in_offsets = np.zeros(n + 1, dtype=odt)
     np.cumsum(np.bincount(out_targets, minlength=n), dtype=odt, out=in_offsets[1:])   # no int64 temporary
-    # Sorting the (target, source) keys orders in-links by target, sources ascending.
-    keys = out_targets.astype(np.int64)
-    keys *= n
-    keys += out_src
+    keys = _sorted_pairs(out_targets, out_src, n)         # in-links by target, sources ascending
     del out_src
-    keys.sort()
     in_sources = np.remainder(keys, n, out=np.empty(m, np.int32), casting="unsafe")
     del keys
     return Graph(n, out_offsets, out_targets, in_offsets, in_sources, out_degree, original_ids, name)
@@ -489,42 +301,31 @@ def _build(n: int, src: np.ndarray, dst: np.ndarray, original_ids, name: str) ->
 
 def check_csr(num_vertices: int, out_offsets, out_targets, in_offsets, in_sources, out_degree,
               original_ids=None, *, thorough: bool = True) -> None:
-    """Raise GraphFormatError unless the arrays form a graph that is safe to use: the dtypes the kernels
-    expect, consistent shapes, offsets that start at 0, never decrease and end at the edge count, every id in
-    0..n-1, and out-degrees that agree with the offsets. With ``thorough`` (the default), also rows listed in
-    strictly increasing order and in-degrees equal to the counts of out-link targets: passes over all edges
-    that a content hash can stand in for.
-
-    Run on arrays from outside (a cache file) before anything indexes with them: an id of 10**9 must be
-    refused here, not reach SciPy or a kernel.
-    """
+    """GraphFormatError unless arrays from outside (a cache file) form a safe graph: dtypes, shapes, offsets,
+    ids in range, degrees; ``thorough`` also checks sorted rows and the transpose (passes over every edge)."""
     n = check_integer(num_vertices, "num_vertices", minimum=1)
     arrays = dict(out_offsets=out_offsets, out_targets=out_targets, in_offsets=in_offsets,
                   in_sources=in_sources, out_degree=out_degree)
     if original_ids is not None:
         arrays["original_ids"] = original_ids
-    for key, array in arrays.items():
-        host_array(array, key)
-        if not isinstance(array, np.ndarray) or array.ndim != 1:
-            raise GraphFormatError(f"{key} must be a 1-D NumPy array, got {type(array).__name__} "
-                                   f"of shape {getattr(array, 'shape', None)}")
-    m = out_targets.size
+    m = np.size(host_array(out_targets, "out_targets"))
     wanted = dict(out_offsets=(offsets_dtype(m), n + 1), out_targets=(np.int32, m),
                   in_offsets=(offsets_dtype(m), n + 1), in_sources=(np.int32, m), out_degree=(np.int32, n),
                   original_ids=(np.int64, n))
     for key, array in arrays.items():
         dtype, size = wanted[key]
-        if array.dtype != dtype or array.size != size:
-            raise GraphFormatError(f"{key} must be {np.dtype(dtype)} of length {size:,} for {n:,} vertices "
-                                   f"and {m:,} edges, got {array.dtype} of length {array.size:,}")
+        host_array(array, key)
+        if not isinstance(array, np.ndarray) or array.shape != (size,) or array.dtype != dtype:
+            raise GraphFormatError(f"{key} must be {np.dtype(dtype)} of length {size:,} (a 1-D NumPy array) "
+                                   f"for {n:,} vertices and {m:,} edges, got {type(array).__name__} "
+                                   f"{getattr(array, 'dtype', '')} of shape {getattr(array, 'shape', None)}")
     for offsets, ids, key in ((out_offsets, out_targets, "out"), (in_offsets, in_sources, "in")):
         if offsets[0] != 0 or offsets[-1] != m:
             raise GraphFormatError(f"{key}_offsets must run from 0 to the edge count {m:,}, "
                                    f"got {int(offsets[0]):,}..{int(offsets[-1]):,}")
         degree = np.diff(offsets)
         if (degree < 0).any():
-            v = int(np.flatnonzero(degree < 0)[0])
-            raise GraphFormatError(f"{key}_offsets decrease at vertex {v}")
+            raise GraphFormatError(f"{key}_offsets decrease at vertex {int(np.flatnonzero(degree < 0)[0])}")
         if m:
             low, high = int(ids.min()), int(ids.max())
             if low < 0 or high >= n:
@@ -538,22 +339,18 @@ def check_csr(num_vertices: int, out_offsets, out_targets, in_offsets, in_source
                                        f"(at position {int(np.flatnonzero(steps)[0]) + 1:,})")
         if key == "out" and not np.array_equal(degree, out_degree):
             raise GraphFormatError("out_degree disagrees with out_offsets")
-        if key == "in" and thorough and m and not np.array_equal(degree,
-                                                                 np.bincount(out_targets, minlength=n)):
+        transpose = key == "in" and thorough and m
+        if transpose and not np.array_equal(degree, np.bincount(out_targets, minlength=n)):
             raise GraphFormatError("in_offsets disagree with the targets of the out-links: not a transpose")
 
 
 def statistics_of(graph: Graph, *, undirected: bool = False) -> dict[str, int]:
-    """The statistics SNAP publishes for its datasets, computed with SciPy: distinct edges, and the nodes and
-    edges (both ends inside) of the largest weakly and strongly connected components. With ``undirected``,
-    counts as SNAP does for an undirected graph (built with both directions): a pair once, a loop once."""
-
-    if not isinstance(graph, Graph):
-        raise ArgumentError(f"expected a helpers.core.graph.Graph, got {type(graph).__name__}")
-    undirected = check_flag(undirected, "undirected")
+    """SNAP's published statistics, computed with SciPy: distinct edges, nodes and edges of the largest weakly
+    and strongly connected components; ``undirected`` counts as SNAP does (a pair once, a loop once)."""
+    graph, undirected = check_graph(graph), check_flag(undirected, "undirected")
     n = graph.num_vertices
-    matrix = csr_matrix((np.ones(graph.num_edges, dtype=np.int8), graph.out_targets, graph.out_offsets),
-                        shape=(n, n))
+    matrix = sp.csr_matrix((np.ones(graph.num_edges, dtype=np.int8), graph.out_targets, graph.out_offsets),
+                           shape=(n, n))
     src, dst = graph.edges()
     loops = src == dst
 

@@ -1,13 +1,9 @@
-"""The float64 reference PageRank: the truth every kernel in the course is checked against.
-
-Semantics, fixed once for the whole course: damping d (0.85 by default), teleport to the uniform vector
-or to a personalisation vector p, the rank of dangling vertices redistributed by the same p, ranks that
-sum to 1, and a stop when the L1 change between two iterates drops below ``tol`` (absolute, not scaled
-by the vertex count; networkx scales its tol by N, so call it with tol / N to compare).
+"""The float64 reference PageRank, the truth every kernel is checked against: damping d, teleport to uniform
+or a personalisation p that also takes the dangling rank, ranks summing to 1, and a stop when the L1 change
+drops below ``tol`` (absolute; networkx scales its tol by N, so give it tol / N).
 """
 from __future__ import annotations
 
-import math
 import sys
 import warnings
 from dataclasses import dataclass
@@ -15,14 +11,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import spearmanr
 
-from helpers.core.graph import ArgumentError, Graph, as_number, check_flag, check_integer, host_array
+from helpers.core.arguments import ArgumentError, as_number, check_flag, check_integer, check_real, host_array
+from helpers.core.graph import Graph, check_graph
 from helpers.core.progress import bar
 
 DAMPING = 0.85
 
 
 class ConvergenceWarning(UserWarning):
-    """An iteration stopped at max_iter before its L1 change fell below tol (the result says converged=False)."""
+    """An iteration stopped at max_iter before its L1 change fell below tol (converged=False)."""
 
 
 @dataclass(frozen=True)
@@ -43,32 +40,28 @@ def check_damping(damping: float) -> float:
 
 
 def check_tol(tol: float, name: str = "tol") -> float:
-    tol = as_number(tol, name)
-    if not (tol > 0.0 and math.isfinite(tol)):
-        raise ArgumentError(f"{name} must be positive and finite, got {tol}")
-    return tol
+    return check_real(tol, name, positive=True)
 
 
-def check_graph(graph) -> Graph:
-    if not isinstance(graph, Graph):
-        raise ArgumentError(f"expected a helpers.core.graph.Graph, got {type(graph).__name__}")
-    return graph
+def _floats(values, name: str, what: str, *, xp=np, said: str | None = None):
+    """``values`` as a float64 array of ``xp``; what ``host_array`` refuses (a GPU array unless xp is CuPy),
+    complex numbers and non-numbers raise ArgumentError (``said`` begins the last message)."""
+    host_array(values, name, gpu=xp is not np)
+    if np.iscomplexobj(values):
+        raise ArgumentError(f"{name} holds complex numbers; it must be real, {what}")
+    try:
+        return xp.asarray(values, dtype=xp.float64)
+    except (TypeError, ValueError) as error:
+        raise ArgumentError(f"{said or name + ' must be an array of numbers'}, {what} ({error})") from None
 
 
 def teleport_vector(num_vertices: int, personalization=None) -> np.ndarray:
-    """Where the surfer jumps (and where dangling rank goes): uniform, or the normalised personalisation.
-
-    Weights are scaled by their largest first, so that any finite weights (even all 1e308, whose sum
-    overflows) give a vector that sums to 1.
-    """
+    """Where the surfer jumps (and dangling rank goes): uniform, or the personalisation normalised (scaled by
+    its largest weight first, so that even weights whose sum overflows give a vector summing to 1)."""
     n = check_integer(num_vertices, "num_vertices", minimum=1)
     if personalization is None:
         return np.full(n, 1.0 / n)
-    p = _real_vector(personalization, "personalization", "one weight per vertex")
-    try:
-        p = np.asarray(p, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ArgumentError(f"personalization must be an array of numbers, one weight per vertex ({error})") from None
+    p = _floats(personalization, "personalization", "one weight per vertex")
     if p.shape != (n,):
         raise ArgumentError(f"personalization needs one weight per vertex ({n}), got shape {p.shape}")
     if not np.isfinite(p).all() or (p < 0).any():
@@ -80,39 +73,23 @@ def teleport_vector(num_vertices: int, personalization=None) -> np.ndarray:
     return p / p.sum()
 
 
-def _real_vector(values, name: str, what: str, *, gpu: bool = False):
-    """``values`` unchanged unless it cannot stand for real numbers as meant: what ``host_array`` refuses (a
-    masked array with masked entries, a SciPy sparse matrix, a GPU array unless ``gpu``) and complex numbers
-    (NumPy drops the imaginary part) raise ArgumentError."""
-    host_array(values, name, gpu=gpu)
-    if np.iscomplexobj(values):
-        raise ArgumentError(f"{name} holds complex numbers; it must be real, {what}")
-    return values
-
-
 def pagerank_step(graph, ranks, damping: float, teleport):
-    """One power-iteration step in float64: pull rank along in-links, redistribute dangling mass, teleport.
-    ``graph`` is a Graph, or anything with ``num_vertices``, ``out_degree``, ``dangling`` and a float64
-    ``in_matrix``: the same step runs on the GPU with CuPy arrays (``driver.float64_reference``)."""
+    """One float64 power-iteration step: pull rank along in-links, redistribute dangling mass, teleport. Runs
+    on the GPU for CuPy ranks and any ``graph`` with num_vertices, out_degree, dangling and in_matrix."""
     return _step(graph, *_step_arguments(graph, ranks, damping, teleport))
 
 
 def _step_arguments(graph, ranks, damping, teleport):
-    """(ranks, damping, teleport) checked and as float64 arrays of the ranks' kind: done once per run, not
-    once per step (``iterate`` checks them before its loop)."""
+    """(ranks, damping, teleport) checked, as float64 arrays of the ranks' kind: once per run."""
     if not all(hasattr(graph, key) for key in ("num_vertices", "out_degree", "dangling", "in_matrix")):
-        raise ArgumentError(f"expected a helpers.core.graph.Graph (or an object with num_vertices, out_degree, "
-                            f"dangling and in_matrix), got {type(graph).__name__}")
+        raise ArgumentError(f"expected a helpers.core.graph.Graph (or an object with num_vertices, "
+                            f"out_degree, dangling and in_matrix), got {type(graph).__name__}")
     damping = check_damping(damping)
     cupy = sys.modules.get("cupy")            # CuPy ranks: the step runs on the GPU, else on the host
     xp = cupy if cupy is not None and isinstance(ranks, cupy.ndarray) else np
-    ranks = _real_vector(ranks, "ranks", "one per vertex", gpu=xp is not np)
-    teleport = _real_vector(teleport, "teleport", "one per vertex", gpu=xp is not np)
-    try:
-        ranks, teleport = xp.asarray(ranks, dtype=xp.float64), xp.asarray(teleport, dtype=xp.float64)
-    except (TypeError, ValueError) as error:
-        raise ArgumentError(f"ranks and teleport must be arrays of numbers, one per vertex "
-                            f"({error})") from None
+    said = "ranks and teleport must be arrays of numbers"
+    ranks, teleport = (_floats(v, key, "one per vertex", xp=xp, said=said)
+                       for key, v in (("ranks", ranks), ("teleport", teleport)))
     if ranks.shape != (graph.num_vertices,) or tuple(teleport.shape) != (graph.num_vertices,):
         raise ArgumentError(f"ranks and teleport need one entry per vertex ({graph.num_vertices}), "
                             f"got shapes {ranks.shape} and {tuple(teleport.shape)}")
@@ -130,9 +107,8 @@ def _step(graph, ranks, damping: float, teleport):
 
 
 def iterate(graph, ranks, teleport, damping: float, tol: float, max_iter: int, *, progress: bool = False):
-    """Power iteration with ``pagerank_step`` from ``ranks`` until the L1 change is below ``tol`` or after
-    ``max_iter`` steps: (ranks, the L1 change of every step). NumPy or CuPy arrays alike."""
-
+    """``pagerank_step`` from ``ranks`` until the L1 change is below ``tol`` or for ``max_iter`` steps:
+    (ranks, the L1 change of every step). NumPy or CuPy arrays alike."""
     residuals = []
     with bar(None, "PageRank (float64)", enabled=progress) as shown:
         if max_iter > 0:                      # checked once here, not in every step
@@ -150,23 +126,20 @@ def iterate(graph, ranks, teleport, damping: float, tol: float, max_iter: int, *
 
 def pagerank(graph: Graph, damping: float = DAMPING, tol: float = 1e-10, max_iter: int = 1000,
              personalization=None, *, progress: bool = False) -> PageRankResult:
-    """Power iteration from the uniform vector until the L1 change is below ``tol`` (or ``max_iter`` steps).
-
-    Stopping at ``max_iter`` first emits a ConvergenceWarning; the result's ``converged`` is then False.
-    ``progress=True`` shows a text progress bar of the iterations with the current L1 change (the float64
-    reference takes seconds on a graph of web-Google's size).
-    """
+    """Power iteration from the uniform vector until the L1 change is below ``tol``; a ConvergenceWarning (and
+    converged=False) after ``max_iter`` steps. ``progress=True`` shows a text bar with the L1 change."""
     graph = check_graph(graph)
     damping, tol = check_damping(damping), check_tol(tol)
     max_iter = check_integer(max_iter, "max_iter", minimum=1)
     progress = check_flag(progress, "progress")
     teleport = teleport_vector(graph.num_vertices, personalization)
-    ranks, residuals = iterate(graph, np.full(graph.num_vertices, 1.0 / graph.num_vertices), teleport, damping,
-                               tol, max_iter, progress=progress)
+    ranks, residuals = iterate(graph, np.full(graph.num_vertices, 1.0 / graph.num_vertices), teleport,
+                               damping, tol, max_iter, progress=progress)
     converged = residuals[-1] < tol
     if not converged:
-        warnings.warn(f"PageRank on {graph.name!r} did not converge in max_iter={max_iter} iterations: the last L1 "
-                      f"change is {residuals[-1]:.3g}, not below tol={tol:g}; raise max_iter (or tol)",
+        warnings.warn(f"PageRank on {graph.name!r} did not converge in max_iter={max_iter} iterations: the "
+                      f"last L1 change is {residuals[-1]:.3g}, not below tol={tol:g}; raise max_iter (or "
+                      f"tol)",
                       ConvergenceWarning, stacklevel=2)
     return PageRankResult(ranks, len(residuals), np.array(residuals), converged, damping, tol)
 
@@ -184,16 +157,11 @@ class FixedPointCheck:
 
 def verify_fixed_point(graph: Graph, ranks, damping: float = DAMPING, tol: float = 1e-6,
                        personalization=None, sum_tol: float = 1e-6) -> FixedPointCheck:
-    """Is ``ranks`` a PageRank vector? One more float64 iteration must change it by less than ``tol`` (L1),
-    and it must be finite, non-negative and sum to 1 within ``sum_tol``. Independent of how it was computed.
-    """
+    """Is ``ranks`` a PageRank vector, however computed? Finite, non-negative, summing to 1 within
+    ``sum_tol``, and moved by less than ``tol`` (L1) by one more float64 iteration."""
     graph = check_graph(graph)
     damping, tol, sum_tol = check_damping(damping), check_tol(tol), check_tol(sum_tol, "sum_tol")
-    ranks = _real_vector(ranks, "ranks", "one per vertex")
-    try:
-        ranks = np.asarray(ranks, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ArgumentError(f"ranks must be an array of numbers ({error})") from None
+    ranks = _floats(ranks, "ranks", "one per vertex")
     if ranks.shape != (graph.num_vertices,):
         return FixedPointCheck(False, np.inf, np.nan,
                                f"expected {graph.num_vertices} ranks, got shape {ranks.shape}")
@@ -207,25 +175,21 @@ def verify_fixed_point(graph: Graph, ranks, damping: float = DAMPING, tol: float
     teleport = teleport_vector(graph.num_vertices, personalization)
     residual = float(np.abs(pagerank_step(graph, ranks, damping, teleport) - ranks).sum())
     if abs(total - 1.0) > sum_tol:
-        return FixedPointCheck(False, residual, total, f"ranks sum to {total:.9f}, not 1 (within {sum_tol:g})")
-    if residual >= tol:
         return FixedPointCheck(False, residual, total,
-                               f"one more iteration moves the ranks by {residual:.3g} (L1) >= tol {tol:g}")
-    return FixedPointCheck(True, residual, total,
-                           f"fixed point: one more iteration moves the ranks by {residual:.3g} (L1) < {tol:g}")
+                               f"ranks sum to {total:.9f}, not 1 (within {sum_tol:g})")
+    moves = f"one more iteration moves the ranks by {residual:.3g} (L1)"
+    if residual >= tol:
+        return FixedPointCheck(False, residual, total, f"{moves} >= tol {tol:g}")
+    return FixedPointCheck(True, residual, total, f"fixed point: {moves} < {tol:g}")
 
-
-# --- comparing two rank vectors -------------------------------------------------------------------
 
 def _pair(a, b) -> tuple[np.ndarray, np.ndarray]:
     """Two rank vectors as float64 arrays of the same 1-D shape (no silent broadcasting of a length-1 one)."""
-    a, b = _real_vector(a, "a", "one rank per vertex"), _real_vector(b, "b", "one rank per vertex")
-    try:
-        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    except (TypeError, ValueError) as error:
-        raise ArgumentError(f"rank vectors must be arrays of numbers ({error})") from None
+    said = "rank vectors must be arrays of numbers"
+    a, b = (_floats(v, key, "one rank per vertex", said=said) for key, v in (("a", a), ("b", b)))
     if a.ndim != 1 or a.shape != b.shape:
-        raise ArgumentError(f"expected two rank vectors of the same length, got shapes {a.shape} and {b.shape}")
+        raise ArgumentError(f"expected two rank vectors of the same length, got shapes {a.shape} and "
+                            f"{b.shape}")
     return a, b
 
 
@@ -240,34 +204,24 @@ def l1_distance(a, b) -> float:
 
 
 def top_k(ranks, k: int) -> np.ndarray:
-    """Indices of the k largest ranks, largest first; ties go to the smaller vertex id. k = 0 gives none,
-    k beyond the number of vertices gives them all."""
+    """Indices of the k largest ranks, largest first, ties to the smaller id; k beyond n gives them all."""
     k = check_integer(k, "k", minimum=0)
-    ranks = _real_vector(ranks, "ranks", "one per vertex")
-    try:
-        ranks = np.asarray(ranks, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise ArgumentError(f"ranks must be an array of numbers ({error})") from None
+    ranks = _floats(ranks, "ranks", "one per vertex")
     if ranks.ndim != 1:
         raise ArgumentError(f"ranks must be a 1-D vector, got shape {ranks.shape}")
     if np.isnan(ranks).any():                 # NaN has no place in an order: it was put last, silently
         raise ArgumentError(f"ranks must not hold NaN: vertex {int(np.flatnonzero(np.isnan(ranks))[0])} has "
                             f"no rank to order by")
-    k = min(k, ranks.size)
-    order = np.lexsort((np.arange(ranks.size), -ranks))
-    return order[:k]
+    return np.lexsort((np.arange(ranks.size), -ranks))[:min(k, ranks.size)]
 
 
 def top_k_overlap(a, b, k: int) -> float:
     """Share of the k top vertices of ``a`` that are also among the k top vertices of ``b`` (k >= 1)."""
     k = check_integer(k, "k", minimum=1)
-    a, b = _pair(a, b)
-    top_a, top_b = top_k(a, k), top_k(b, k)
+    top_a, top_b = (top_k(v, k) for v in _pair(a, b))
     return len(np.intersect1d(top_a, top_b)) / max(len(top_a), 1)
 
 
 def rank_correlation(a, b) -> float:
     """Spearman's rank correlation of two rank vectors (1.0: the same order)."""
-
-    a, b = _pair(a, b)
-    return float(spearmanr(a, b).statistic)
+    return float(spearmanr(*_pair(a, b)).statistic)

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
+from helpers.core.arguments import (ArgumentError, GraphFormatError, check_flag, check_integer, check_real,
+                                    check_seed)
 from helpers.core.generators import rmat_graph, web_graph
-from helpers.core.graph import (ArgumentError, Graph, GraphFormatError, GraphFormatWarning, check_flag,
-                                check_integer, check_real, check_seed, statistics_of)
+from helpers.core.graph import Graph, GraphFormatWarning, statistics_of
 from helpers.core.progress import say, warn
 from helpers.data import cache as store
 from helpers.data.cache import ARRAYS, CACHE_FORMAT, MAX_NAME, VANISHED_RETRIES

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urljoin, urlsplit
 import pooch
 import requests
 
-from helpers.core.graph import ArgumentError, as_path, check_flag, check_integer, check_seconds
+from helpers.core.arguments import ArgumentError, as_path, check_flag, check_integer, check_seconds
 from helpers.core.progress import bar, say
 from helpers.data.graphfiles import other_format
 

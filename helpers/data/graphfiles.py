@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers.core.graph import (INT64_LIMIT, PARSE_BYTES_PER_LINE, ArgumentError, Graph, GraphFormatError,
-                                GraphFormatWarning, as_path, check_flag, check_host_memory, check_integer,
-                                from_edges, host_array, relabel)
+from helpers.core.arguments import (ArgumentError, GraphFormatError, as_path, check_flag, check_integer,
+                                    host_array)
+from helpers.core.graph import (INT64_LIMIT, PARSE_BYTES_PER_LINE, Graph, GraphFormatWarning,
+                                check_host_memory, from_edges, relabel)
 
 UTF8_BOM = b"\xef\xbb\xbf"
 

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from helpers.core.graph import host_array
+from helpers.core.arguments import host_array
 from helpers.core.reference import DAMPING
 from helpers.measure.cpu import cpu_description
 from helpers.measure.gpu import require_gpu

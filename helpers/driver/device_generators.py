@@ -3,8 +3,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from helpers.core.arguments import check_seed
 from helpers.core.generators import web_graph
-from helpers.core.graph import check_seed
 from helpers.driver.device import in_csr
 from helpers.measure.gpu import ensure_fits, require_gpu
 

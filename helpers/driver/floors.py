@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers import kernels
-from helpers.core.graph import host_array, to_host
+from helpers.core.arguments import host_array, to_host
 from helpers.measure.gpu import Timing, device_facts, measure_copy_bandwidth, require_gpu, time_back_to_back
 
 SECTOR_BYTES = 32

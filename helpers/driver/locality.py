@@ -10,7 +10,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import reverse_cuthill_mckee
 
-from helpers.core.graph import check_seed
+from helpers.core.arguments import check_seed
 from helpers.driver.device import DeviceGraph, in_csr
 from helpers.measure.gpu import ensure_fits, require_gpu
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import kernels
-from helpers.core.graph import ArgumentError, check_integer, host_array
+from helpers.core.arguments import ArgumentError, check_integer, host_array
 from helpers.measure.gpu import require_gpu
 
 MERGE_K_MAX = 16       # top_k_merge keeps lists of at most this many entries

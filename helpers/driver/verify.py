@@ -7,7 +7,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from helpers.core.graph import Graph, check_seed, fresh_seed
+from helpers.core.arguments import check_seed, fresh_seed
+from helpers.core.graph import Graph
 from helpers.core.reference import (DAMPING, l1_distance, pagerank, pagerank_step, teleport_vector,
                                     verify_fixed_point)
 from helpers.core.suites import verification_graphs

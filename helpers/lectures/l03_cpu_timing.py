@@ -9,7 +9,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from helpers.core.graph import ArgumentError, check_integer
+from helpers.core.arguments import ArgumentError, check_integer
 from helpers.driver.baselines import numba_parallel
 from helpers.measure.gpu import Timing
 from helpers.measure.results import log_scale

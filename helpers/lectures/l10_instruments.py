@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from helpers import kernels
-from helpers.core.graph import to_host
+from helpers.core.arguments import to_host
 from helpers.driver import BLOCK, blocks_for, i32
 from helpers.driver.floors import WARP
 from helpers.lectures.l03_cpu_timing import finish, new_axes

@@ -7,7 +7,7 @@ import pandas as pd
 
 from helpers import driver, kernels
 from helpers.core import generators
-from helpers.core.graph import check_seed, host_array
+from helpers.core.arguments import check_seed, host_array
 from helpers.driver import baselines
 from helpers.driver.floors import BYTES_MODEL, WARP, bytes_per_iteration
 from helpers.lectures.l03_cpu_timing import finish, grouped_bars, new_axes, plot_medians_with_ranges

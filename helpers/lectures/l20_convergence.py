@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from helpers import driver
-from helpers.core.graph import check_seed, host_array
+from helpers.core.arguments import check_seed, host_array
 from helpers.core.reference import l1_distance, pagerank
 from helpers.driver import floors, locality
 from helpers.driver.compare import libraries

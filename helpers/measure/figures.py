@@ -6,7 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
-from helpers.core.graph import host_array
+from helpers.core.arguments import host_array
 
 PATTERNS = ("thread", "warp", "subwarp", "edge")
 

@@ -17,7 +17,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from helpers.core.graph import GraphTooLargeError, host_array
+from helpers.core.arguments import host_array
+from helpers.core.graph import GraphTooLargeError
 from helpers.measure.results import with_spread
 
 NO_GPU_ADVICE = ("On Colab: Runtime > Change runtime type > T4 GPU, then run the notebook again. "

@@ -20,19 +20,14 @@ import numpy as np
 import pandas as pd
 from scipy.stats import t
 
-from helpers.core.graph import host_array
+from helpers.core.arguments import host_array
 
 MARGIN = 0.03
 
 
 def _t_quantile(df: float) -> float:
-    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (SciPy's, else a close series)."""
-    try:
-
-        return float(t.ppf(0.975, df))
-    except ImportError:                                  # Cornish-Fisher expansion, within 1e-3 for df >= 3
-        z = 1.959964
-        return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+    """The 97.5% quantile of Student's t with ``df`` degrees of freedom."""
+    return float(t.ppf(0.975, df))
 
 
 @dataclass(frozen=True)

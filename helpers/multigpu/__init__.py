@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 import scipy.sparse
 
-from helpers.core.graph import ArgumentError, GraphFormatError, GraphTooLargeError, host_array, to_host
+from helpers.core.arguments import ArgumentError, GraphFormatError, host_array, to_host
+from helpers.core.graph import GraphTooLargeError
 from helpers.core.reference import DAMPING, check_damping, check_tol
 from helpers.measure import gpu
 from helpers.measure.gpu import HEADROOM, INT32_MAX
