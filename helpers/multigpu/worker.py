@@ -72,7 +72,8 @@ class Partition:
         self.x = xp.zeros(n, dtype=self.dtype)
         self._contributions(self.rank, self.x[self.start:self.stop])
         self._step(DAMPING, 0.0, into=self.pulled)     # warm-up: every kernel a step launches, into scratch
-        return float((self.rank * self.dangling).sum(dtype=np.float64)), self._own_slice()
+        dangling = float((self.rank * self.dangling).sum(dtype=np.float64))
+        return dangling, self._host(self.x[self.start:self.stop])
 
     def _contributions(self, rank, out):
         self.xp.divide(rank, self.safe_degree, out=out)
@@ -96,9 +97,9 @@ class Partition:
             self.rank, self.new = self.new, self.rank
         return dangling, change
 
-    def _own_slice(self) -> np.ndarray:
-        own = self.x[self.start:self.stop]
-        return own.get() if self.backend == "gpu" else own.copy()
+    def _host(self, array) -> np.ndarray:
+        """A host copy of one of this worker's arrays (never a view: the client hands it on)."""
+        return array.get() if self.backend == "gpu" else array.copy()
 
     def step(self, damping, dangling_mass, slices):
         """One iteration, Dask exchange, after copying in the others' ``slices`` (None for its own): (dangling
@@ -110,10 +111,10 @@ class Partition:
             self.xp.cuda.get_current_stream().synchronize()
         start = time.perf_counter()
         dangling, change = (float(v) for v in self._step(damping, dangling_mass))     # waits for the GPU
-        return dangling, change, 1e3 * (time.perf_counter() - start), self._own_slice()
+        return dangling, change, 1e3 * (time.perf_counter() - start), self._host(self.x[self.start:self.stop])
 
     def ranks(self) -> np.ndarray:
-        return self.rank.get() if self.backend == "gpu" else self.rank.copy()
+        return self._host(self.rank)
 
     def run_nccl(self, unique_id, size, rank, damping, tol, max_iter):
         """The whole run on this GPU, NCCL exchange: SPMD, every worker runs this loop with its own rank."""
