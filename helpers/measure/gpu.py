@@ -1,11 +1,9 @@
-"""The GPU, asked for only when needed: is there one, what is it, and how to time work on it.
-
-Nothing here imports CuPy at import time. ``require_gpu()`` returns CuPy or raises an error that says
-what to do; the timing functions use CUDA events, warm up first and report the median of repeats.
-"""
+"""The GPU, asked for only when needed (CuPy is not imported at import time): is there one, what is it, and
+how to time work on it."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import multiprocessing
 import os
 import pickle
@@ -25,11 +23,6 @@ NO_GPU_ADVICE = ("On Colab: Runtime > Change runtime type > T4 GPU, then run the
                  "Elsewhere: a CUDA GPU with its driver and CuPy (pip install 'pagerank-gpu-course[gpu]').")
 
 
-def _no_gpu(detail: str) -> str:
-    """Why there is no GPU, what to do first and the technical detail last (a student reads the first line)."""
-    return f"none. {NO_GPU_ADVICE} (Detail: {detail})"
-
-
 class NoGPUError(RuntimeError):
     """Raised where a CUDA GPU is needed and there is none (or CuPy cannot reach it)."""
 
@@ -41,21 +34,31 @@ class GpuStatus:
 
 
 @lru_cache(maxsize=None)
-def gpu_status() -> GpuStatus:
-    """Whether CuPy can reach a CUDA GPU, without raising (asked once per process)."""
+def _probe() -> tuple:
+    """(CuPy or None, GpuStatus): whether CuPy reaches a CUDA GPU, asked once per process."""
     try:
         import cupy
     except ImportError:
-        return GpuStatus(False, _no_gpu("CuPy is not installed, so every GPU lecture is skipped."))
-    try:
-        count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as error:  # no driver, no device, or a broken installation
-        return GpuStatus(False, _no_gpu(f"CuPy cannot reach a CUDA device: {error}"))
-    if count == 0:
-        return GpuStatus(False, _no_gpu("no CUDA device is visible."))
-    props = cupy.cuda.runtime.getDeviceProperties(0)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-    return GpuStatus(True, f"{name} (compute capability {props['major']}.{props['minor']})")
+        detail = "CuPy is not installed, so every GPU lecture is skipped."
+    else:
+        try:
+            count, detail = cupy.cuda.runtime.getDeviceCount(), "no CUDA device is visible."
+        except Exception as error:  # no driver, no device, or a broken installation
+            count, detail = 0, f"CuPy cannot reach a CUDA device: {error}"
+        if count:
+            props = cupy.cuda.runtime.getDeviceProperties(0)
+            return cupy, GpuStatus(True, f"{_name(props)} (compute capability "
+                                         f"{props['major']}.{props['minor']})")
+    return None, GpuStatus(False, f"none. {NO_GPU_ADVICE} (Detail: {detail})")
+
+
+def _name(props) -> str:
+    return props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+
+
+def gpu_status() -> GpuStatus:
+    """Whether CuPy can reach a CUDA GPU, without raising."""
+    return _probe()[1]
 
 
 def has_gpu() -> bool:
@@ -64,45 +67,41 @@ def has_gpu() -> bool:
 
 def require_gpu():
     """CuPy, once it is certain that a GPU answers; otherwise NoGPUError with what to do."""
-    status = gpu_status()
-    if not status.available:
+    cupy, status = _probe()
+    if cupy is None:
         raise NoGPUError(f"This needs a CUDA GPU. GPU: {status.description}")
-    import cupy
-
     return cupy
 
 
 class ChildDiedError(RuntimeError):
-    """A function run in its own process (``in_own_context``) ended without an answer: killed at its time
-    limit, or crashed outright."""
+    """A function run by ``in_own_context`` gave no answer: stopped at its time limit, or crashed."""
 
 
 _WORKER: list = []      # the kept child process and this end of its pipe, while its CUDA context is sound
 
 
 def in_own_context(function, *args, time_limit: float | None = None, **kwargs):
-    """``function(*args, **kwargs)`` in a child Python process with its own CUDA context: a kernel that
-    faults there (an illegal address; a full-mask shuffle that a named lane never reaches, which traps on
-    some GPUs) or hangs loses that context only, and this process's GPU and arrays go on working. Returns
-    what it returns, raises what it raises (ChildDiedError where no answer comes within ``time_limit`` s).
-    The function and arguments cross by pickle (a module-level function; arrays, strings). The child starts
-    once (a new interpreter, CuPy, a context: about 2 s) and is kept while its context stays sound."""
+    """``function(*args, **kwargs)`` in a kept child process with its own CUDA context, so that a kernel that
+    faults or hangs there loses that context only; ChildDiedError without an answer in ``time_limit`` s."""
+    name = getattr(function, "__qualname__", repr(function))
     if not _WORKER:
-        _WORKER.extend(_start())
+        spawn = multiprocessing.get_context("spawn")      # a fork would inherit this process's CUDA state
+        pipe, theirs = spawn.Pipe()
+        _WORKER.extend((spawn.Process(target=_serve, args=(theirs,), daemon=True), pipe))
+        _WORKER[0].start()
+        theirs.close()
     child, pipe = _WORKER
     try:
         pipe.send((function, args, kwargs))
         if not pipe.poll(time_limit):
             _discard(wait_s=0)
-            raise ChildDiedError(f"{_name(function)} gave no answer within {time_limit:g} s: its process "
-                                 "was stopped")
+            raise ChildDiedError(f"{name} gave no answer within {time_limit:g} s: its process was stopped")
         ok, value, sound = pipe.recv()
     except (EOFError, OSError, BrokenPipeError):
         child.join(10)
         code = child.exitcode
         _discard()
-        raise ChildDiedError(f"{_name(function)}'s process ended without an answer (exit code {code})") \
-            from None
+        raise ChildDiedError(f"{name}'s process ended without an answer (exit code {code})") from None
     except BaseException:                              # a Ctrl-C here: the child may still be running it
         _discard(wait_s=0)
         raise
@@ -111,16 +110,6 @@ def in_own_context(function, *args, time_limit: float | None = None, **kwargs):
     if ok:
         return value
     raise value
-
-
-def _start():
-
-    spawn = multiprocessing.get_context("spawn")      # a fork would inherit this process's CUDA state
-    pipe, theirs = spawn.Pipe()
-    child = spawn.Process(target=_serve, args=(theirs,), daemon=True)
-    child.start()
-    theirs.close()
-    return child, pipe
 
 
 def _discard(wait_s: float = 5.0) -> None:
@@ -135,13 +124,8 @@ def _discard(wait_s: float = 5.0) -> None:
             child.join()
 
 
-def _name(function) -> str:
-    return getattr(function, "__qualname__", repr(function))
-
-
 def _serve(pipe) -> None:
     """The child: answer calls until the pipe closes or the CUDA context is no longer sound."""
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)       # a Ctrl-C is the parent's to handle
     while True:
         try:
@@ -152,28 +136,20 @@ def _serve(pipe) -> None:
             reply = (True, function(*args, **kwargs))
         except BaseException as error:                 # noqa: B036 - everything goes back to the parent
             reply = (False, error)
+        try:
+            pickle.loads(pickle.dumps(reply))          # as it will unpickle in the parent
+        except Exception:                              # e.g. an exception class whose arguments changed
+            ok, value = reply
+            reply = (False, RuntimeError(f"returned a {type(value).__name__}, which cannot be sent back" if ok
+                                         else f"{type(value).__name__}: {value}"))
         sound = _context_sound()
-        pipe.send(_sendable(reply) + (sound,))
+        pipe.send(reply + (sound,))
         if not sound:
             os._exit(0)                                # skip the teardown a hung kernel would block
 
 
-def _sendable(reply: tuple) -> tuple:
-    """(True, value) or (False, exception), as it will unpickle in the parent."""
-
-    try:
-        pickle.loads(pickle.dumps(reply))
-        return reply
-    except Exception:                                  # e.g. an exception class whose arguments changed
-        ok, value = reply
-        return (False, RuntimeError(f"returned a {type(value).__name__}, which cannot be sent back" if ok
-                                    else f"{type(value).__name__}: {value}"))
-
-
 def _context_sound(wait_s: float = 2.0) -> bool:
-    """Whether this process's CUDA context (if it has one) is idle and unharmed: no sticky error from a
-    fault, no kernel still running."""
-
+    """Whether this process's CUDA context (if any) is idle and unharmed: no sticky error, no kernel busy."""
     cp = sys.modules.get("cupy")
     if cp is None:
         return True
@@ -188,10 +164,8 @@ CUDA_NOT_READY = 600        # cudaErrorNotReady: the queued work is still runnin
 
 
 def queue_finished(cp, time_limit: float) -> bool:
-    """Wait for the work queued so far on the current stream, at most ``time_limit`` s: True when it
-    finished, False past the limit. Polls an event, since a blocking wait cannot be cut short; a kernel's
-    error (an illegal address) is raised as CuPy raises it."""
-
+    """Whether the work queued on the current stream finished within ``time_limit`` s (polling an event, since
+    a blocking wait cannot be cut short); a kernel's error is raised as CuPy raises it."""
     event = cp.cuda.Event(disable_timing=True)
     event.record()
     deadline, pause = time.monotonic() + time_limit, 1e-4
@@ -225,35 +199,24 @@ class DeviceFacts:
 
 
 def device_facts() -> DeviceFacts:
-    """What the current device says of itself, read from its attributes (nothing typed in); read once per
-    device, since drivers and launchers ask for it often (a launcher that asked every call cost ~1 ms)."""
-    cp = require_gpu()
-    return _device_facts(cp.cuda.Device().id)
+    """What the current device says of itself, read once per device (launchers ask often: ~1 ms a time)."""
+    return _device_facts(require_gpu().cuda.Device().id)
 
 
 @lru_cache(maxsize=None)
 def _device_facts(device_id: int) -> DeviceFacts:
     cp = require_gpu()
     device = cp.cuda.Device(device_id)
-    attributes = device.attributes
-    props = cp.cuda.runtime.getDeviceProperties(device_id)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
-    return DeviceFacts(
-        name=name,
-        compute_capability=f"{props['major']}.{props['minor']}",
-        multiprocessors=attributes["MultiProcessorCount"],
-        l2_bytes=attributes["L2CacheSize"],
-        memory_bytes=device.mem_info[1],
-        memory_clock_khz=attributes["MemoryClockRate"],
-        bus_width_bits=attributes["GlobalMemoryBusWidth"],
-    )
+    attributes, props = device.attributes, cp.cuda.runtime.getDeviceProperties(device_id)
+    return DeviceFacts(_name(props), f"{props['major']}.{props['minor']}", attributes["MultiProcessorCount"],
+                       attributes["L2CacheSize"], device.mem_info[1], attributes["MemoryClockRate"],
+                       attributes["GlobalMemoryBusWidth"])
 
 
 @dataclass(frozen=True, eq=False)
 class Timing:
-    """Repeated measurements of one thing in milliseconds (or another unit): the samples, their median and
-    range. Timings measured together by ``time_paired`` share a ``pairing`` id, so that a comparison can
-    pair trial i of one with trial i of the other (``helpers.measure.verdicts``)."""
+    """Repeated measurements in milliseconds (or another unit); Timings measured together share a ``pairing``
+    id, so that ``verdicts.compare`` pairs trial i of one with trial i of the other."""
     samples_ms: np.ndarray
     pairing: int | None = None
 
@@ -281,65 +244,55 @@ class Timing:
         return Timing(self.samples_ms * factor, self.pairing)
 
     def __str__(self) -> str:
-
         return with_spread(self.median_ms, self.min_ms, self.max_ms) + " ms"
 
 
-def _benchmark(run, repeat: int, warmup: int) -> np.ndarray:
-    """Milliseconds of each of ``repeat`` calls of ``run`` between CUDA events (cupyx.profiler.benchmark),
-    after ``warmup`` untimed calls (the first launch of a kernel compiles it)."""
-    cp = require_gpu()
-    from cupyx.profiler import benchmark
-
-    for _ in range(warmup):
-        run()
-    cp.cuda.get_current_stream().synchronize()
-    return benchmark(run, n_repeat=repeat, n_warmup=0).gpu_times[0] * 1e3
+_pairings = itertools.count(1)      # CPU timings take the negative ids: never paired with a GPU one
 
 
-def time_gpu(run, *, warmup: int = 3, repeat: int = 20) -> Timing:
-    """Time ``run()`` one call at a time between CUDA events. Each sample includes the time the GPU waits for
-    the host to issue the work: for short kernels, the launch as a caller sees it."""
-    return Timing.of(_benchmark(run, repeat, warmup))
-
-
-def _back_to_back(run, launches: int):
-    def many():
-        for _ in range(launches):
-            run()
-    return many
-
-
-def time_back_to_back(run, *, launches: int = 20, trials: int = 7, warmup: int = 3) -> Timing:
-    """Milliseconds per ``run()`` when ``launches`` calls go back to back between two CUDA events, in each of
-    ``trials`` trials. While each call keeps the GPU busy longer than the host takes to issue the next, this is
-    the GPU's time per call; for very short calls it is the host's issue rate instead."""
-    return Timing.of(_benchmark(_back_to_back(run, launches), trials, warmup) / launches)
-
-
-_pairings = iter(range(1, 2**62))
-
-
-def time_paired(runs: dict, *, launches: int = 20, trials: int = 15, warmup: int = 3, streams=None) -> dict:
-    """Time several things interleaved: in every trial each of ``runs`` (name -> callable) is timed back to
-    back once, in a rotating order, so that slow spells of the GPU hit them alike. ``streams`` (name ->
-    CuPy stream) times a run on its own stream (a CUDA graph replayed there). Returns name -> Timing, all
-    sharing one pairing id: trial i of each was measured side by side (``helpers.measure.verdicts``)."""
-
-    names, streams = list(runs), streams or {}
-
-    def once(name, warm):
-        with streams.get(name) or contextlib.nullcontext():
-            return _benchmark(_back_to_back(runs[name], launches), 1, warm)[0] / launches
-
-    for name in names:
-        once(name, warmup)
+def interleaved(names, sample, *, trials: int, sign: int = 1) -> dict:
+    """name -> Timing of ``sample(name)`` ms over ``trials`` trials, each sampling every name once in a
+    rotating order (a slow spell hits them alike); all share one pairing id, negative for ``sign=-1``."""
+    names = list(names)
     samples = {name: [] for name in names}
     for trial in range(trials):
         for name in names[trial % len(names):] + names[:trial % len(names)]:
-            samples[name].append(once(name, 0))
-    pairing = next(_pairings)
+            samples[name].append(sample(name))
+    pairing = sign * next(_pairings)
     return {name: Timing.of(values, pairing) for name, values in samples.items()}
+
+
+def time_paired(runs: dict, *, launches: int = 20, trials: int = 15, warmup: int = 3, streams=None) -> dict:
+    """ms per call of each of ``runs`` (name -> callable), ``launches`` calls back to back between CUDA
+    events, ``interleaved``; ``streams`` (name -> CuPy stream) times a run on its own stream (CUDA graphs)."""
+    cp, streams = require_gpu(), streams or {}
+    from cupyx.profiler import benchmark
+
+    def sample(name, warm=0):
+        def many():
+            for _ in range(launches):
+                runs[name]()
+
+        with streams.get(name) or contextlib.nullcontext():
+            for _ in range(warm):
+                many()
+            cp.cuda.get_current_stream().synchronize()
+            return float(benchmark(many, n_repeat=1, n_warmup=0).gpu_times[0][0]) * 1e3 / launches
+
+    for name in runs:
+        sample(name, warmup)          # the first launch of a kernel compiles it
+    return interleaved(runs, sample, trials=trials)
+
+
+def time_back_to_back(run, *, launches: int = 20, trials: int = 7, warmup: int = 3) -> Timing:
+    """ms per ``run()`` with ``launches`` calls back to back between CUDA events (for very short calls: the
+    host's issue rate); ``time_paired`` of one run."""
+    return time_paired({"run": run}, launches=launches, trials=trials, warmup=warmup)["run"]
+
+
+def time_gpu(run, *, warmup: int = 3, repeat: int = 20) -> Timing:
+    """ms of ``run()`` one call at a time between CUDA events: with the launch as a caller sees it."""
+    return time_back_to_back(run, launches=1, trials=repeat, warmup=warmup)
 
 
 HEADROOM = 0.9          # plan for at most 90% of the memory this process can still allocate
@@ -363,7 +316,8 @@ def ensure_fits(nbytes: int, what: str, *, free: int | None = None) -> None:
     free = free_bytes() if free is None else int(free)
     if nbytes > HEADROOM * free:
         raise GraphTooLargeError(f"{what} needs about {nbytes / 2**30:.2f} GiB on the GPU, which has "
-                                 f"{free / 2**30:.2f} GiB free: use a smaller graph or a GPU with more memory")
+                                 f"{free / 2**30:.2f} GiB free: use a smaller graph or a GPU with more "
+                                 "memory")
 
 
 def measure_copy_bandwidth(nbytes: int = 512 * 2**20, repeat: int = 20) -> float:

@@ -1,11 +1,5 @@
-"""Results tables and charts: pandas DataFrames that carry what they were measured on (GPU, graph, stop test,
-iterations), with timings kept as ``gpu.Timing`` objects from measurement to table to chart.
-
-A table cell may hold a Timing (milliseconds, or a rate such as GB/s measured per trial); ``show`` prints the
-table's header, then renders each Timing as 'median (fastest-slowest)', never with a digit finer than its
-spread. ``chart`` draws a Timing column as bars with the range as error bars. ``flat`` expands Timing columns
-into ``x_ms``, ``x_lo``, ``x_hi`` for CSV and JSON.
-"""
+"""Results tables and charts: pandas DataFrames whose attrs say what they were measured on, with Timings in
+their cells, shown as 'median (fastest-slowest)' with no digit finer than the spread."""
 from __future__ import annotations
 
 import math
@@ -34,31 +28,31 @@ def _places(spread: float, median: float) -> int:
     return max(places, 1 - int(math.floor(math.log10(max(abs(median), spread)))))
 
 
+def _fixed(value: float, places: int) -> str:
+    return f"{round(value, places):,.{max(places, 0)}f}"
+
+
 def with_spread(median: float, lo: float, hi: float) -> str:
     """'median (lo-hi)' rounded to the spread; 'median (lo to hi)' when the range passes below zero."""
     places = _places(hi - lo, median)
-    digits = max(places, 0)
-    m, a, b = (round(v, places) for v in (median, lo, hi))
-    if lo < 0:
-        return f"{m:,.{digits}f} ({a:,.{digits}f} to {b:,.{digits}f})"
-    return f"{m:,.{digits}f} ({a:,.{digits}f}-{b:,.{digits}f})"
+    m, a, b = (_fixed(v, places) for v in (median, lo, hi))
+    return f"{m} ({a} to {b})" if lo < 0 else f"{m} ({a}-{b})"
 
 
 def one_sample(value: float) -> str:
-    """A value measured once (a compile, a preprocessing run): two significant digits, no spread to round to."""
+    """A value measured once (a compile, a preprocessing run): two significant digits."""
     value = float(f"{value:.2g}")
     return f"{value:,.0f}" if abs(value) >= 10 else f"{value:g}"
 
 
 def rounded(value: float, spread: float) -> str:
     """A value rounded to a spread: 645 known to within 180 reads 640."""
-    places = _places(spread, value)
-    return f"{round(value, places):,.0f}" if places < 0 else f"{value:,.{places}f}"
+    return _fixed(value, _places(spread, value))
 
 
 def about(timing) -> str:
     """A Timing's median alone, rounded to its spread and to two significant digits at most: the one
-    number a sentence carries ('about 11 ms', not 'about 11.01 ms'; the table keeps the digits)."""
+    number a sentence carries ('about 11 ms', not 'about 11.01 ms')."""
     median, second_digit = timing.median_ms, 0.0
     if median and math.isfinite(median):
         second_digit = 10.0 ** (math.floor(math.log10(abs(median))) - 1)
@@ -89,7 +83,6 @@ def show(frame, *, header_lines: bool = True):
 
 def flat(frame):
     """The table with each Timing column ``x`` as three float columns ``x_ms``, ``x_lo``, ``x_hi``."""
-
     out = {}
     for column in frame.columns:
         values = frame[column]
@@ -117,11 +110,8 @@ def plain(value: float) -> str:
 
 
 def log_scale(ax, which: str = "x") -> None:
-    """Put one axis of ``ax`` on a log scale whose tick labels never overlap: plain numbers at 1-2-5 steps
-    (every decade's 1 alone beyond three decades), or a few even steps where the data span under 0.7 of a
-    decade (matplotlib's default labels every minor tick there, '3x10^-2' over '4x10^-2'). Call it after
-    drawing, so that the limits are the data's."""
-
+    """Put one axis of ``ax`` (after drawing) on a log scale whose tick labels never overlap: plain numbers at
+    1-2-5 steps, or a few even steps where the data span under 0.7 of a decade."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     low, high = sorted(ax.get_xlim() if which == "x" else ax.get_ylim())
@@ -136,9 +126,8 @@ def log_scale(ax, which: str = "x") -> None:
 
 def chart(frame, column: str, *, label: str | None = None, title: str | None = None, log: bool = True,
           lines: dict | None = None, ax=None, names: str = "variant"):
-    """Horizontal bars of a Timing column (medians) with their ranges as error bars, fastest first, titled with
-    the GPU and the graph from the table's header; ``lines`` draws reference lines (e.g. a floor) by label."""
-
+    """Horizontal bars of a Timing column (medians, ranges as error bars), fastest first, titled with the GPU
+    and the graph from the table's header; ``lines`` draws reference lines (e.g. a floor) by label."""
     data = frame[[is_timing(v) for v in frame[column]]]
     data = data.iloc[np.argsort([v.median_ms for v in data[column]], kind="stable")]
     if ax is None:

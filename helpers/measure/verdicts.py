@@ -1,16 +1,6 @@
-"""One rule for "faster", "slower" and "no measurable difference", used by every lecture and the bench.
-
-The rule (lecture 10 states it): time the two things interleaved, trial by trial (``gpu.time_paired``), take
-the ratio of each trial's pair, and compute a 95% confidence interval for the typical ratio (the geometric
-mean of the paired ratios, a t interval on their logarithms). Then:
-
-- "faster" / "slower": the whole interval lies beyond a margin of ``MARGIN`` (3%) on one side of 1;
-- "no measurable difference": the whole interval lies within that margin (a difference, if any, under 3%);
-- "not settled": the interval straddles an edge of the margin; more trials would decide.
-
-Timings not measured together (no shared pairing) are compared by their logarithms' means with a Welch
-interval, which is wider. A min-max range is shown in tables, never used as a test.
-"""
+"""One rule for "faster", "slower", "no measurable difference" and "not settled" (lecture 10 states it): a 95%
+t interval for the geometric mean of paired ratios (Welch's on the logarithms where the trials were not
+paired), against a margin of ``MARGIN`` (3%) around 1."""
 from __future__ import annotations
 
 import math
@@ -25,16 +15,10 @@ from helpers.core.arguments import host_array
 MARGIN = 0.03
 
 
-def _t_quantile(df: float) -> float:
-    """The 97.5% quantile of Student's t with ``df`` degrees of freedom."""
-    return float(t.ppf(0.975, df))
-
-
 @dataclass(frozen=True)
 class Verdict:
-    """How ``a`` compares with ``b``: ``ratio`` is a's time over b's (below 1: a is faster), with its 95%
-    confidence interval ``low``-``high``; ``word`` is 'faster', 'slower', 'no measurable difference' or
-    'not settled'; ``paired`` says whether trials were paired."""
+    """How ``a`` compares with ``b``: ``ratio`` is a's time over b's (below 1: faster) with its 95% interval
+    ``low``-``high``; ``word`` is 'faster', 'slower', 'no measurable difference' or 'not settled'."""
     ratio: float
     low: float
     high: float
@@ -50,7 +34,8 @@ class Verdict:
     @property
     def times_rounded(self) -> str:
         """``times`` as a sentence gives it: '1.04', '1.8', '120'."""
-        return _rounded(self.times)
+        times = self.times
+        return f"{times:.2f}" if times < 1.1 else f"{times:.1f}" if times < 10 else f"{times:,.0f}"
 
     def sentence(self, a: str = "it", b: str = "the other") -> str:
         """One rounded number, in words: 'A is about 1.8x faster than B'."""
@@ -65,9 +50,8 @@ class Verdict:
         faster, slower = self.low < 1 / (1 + MARGIN), self.high > 1 + MARGIN
         if faster and slower:
             return f"{a} could be faster or slower, by up to {_percent(max(self.high, 1 / self.low) - 1)}"
-        if slower:
-            return f"{a} could be up to {_percent(self.high - 1)} slower than {b}, or within {MARGIN:.0%} of it"
-        return f"{a} could be up to {_percent(1 / self.low - 1)} faster than {b}, or within {MARGIN:.0%} of it"
+        share, word = (self.high - 1, "slower") if slower else (1 / self.low - 1, "faster")
+        return f"{a} could be up to {_percent(share)} {word} than {b}, or within {MARGIN:.0%} of it"
 
     def __str__(self) -> str:
         return self.word
@@ -76,10 +60,6 @@ class Verdict:
 def _percent(share: float) -> str:
     """3.4% or 16%: a tenth of a percent where it tells a bound from the 3% margin."""
     return f"{share:.1%}" if share < 0.1 else f"{share:.0%}"
-
-
-def _rounded(times: float) -> str:
-    return f"{times:.2f}" if times < 1.1 else f"{times:.1f}" if times < 10 else f"{times:,.0f}"
 
 
 def _logs(timing) -> np.ndarray:
@@ -92,16 +72,17 @@ def _logs(timing) -> np.ndarray:
 def compare(a, b, *, margin: float = MARGIN) -> Verdict:
     """The verdict on timing ``a`` against timing ``b`` (``gpu.Timing``s, or arrays of samples)."""
     la, lb = _logs(a), _logs(b)
-    paired = (getattr(a, "pairing", None) is not None and getattr(a, "pairing", None) == getattr(b, "pairing", None)
-              and la.size == lb.size)
+    pairing = getattr(a, "pairing", None)
+    paired = pairing is not None and pairing == getattr(b, "pairing", None) and la.size == lb.size
     if paired:
         d = la - lb
         mean, se, df = d.mean(), d.std(ddof=1) / math.sqrt(d.size), d.size - 1
     else:
         va, vb = la.var(ddof=1) / la.size, lb.var(ddof=1) / lb.size
         mean, se = la.mean() - lb.mean(), math.sqrt(va + vb)
-        df = (va + vb) ** 2 / (va**2 / (la.size - 1) + vb**2 / (lb.size - 1)) if va + vb > 0 else la.size + lb.size - 2
-    half = _t_quantile(max(df, 1)) * se
+        df = ((va + vb) ** 2 / (va**2 / (la.size - 1) + vb**2 / (lb.size - 1)) if va + vb > 0
+              else la.size + lb.size - 2)
+    half = float(t.ppf(0.975, max(df, 1))) * se
     ratio, low, high = math.exp(mean), math.exp(mean - half), math.exp(mean + half)
     if high < 1 / (1 + margin):
         word = "faster"
@@ -117,7 +98,6 @@ def compare(a, b, *, margin: float = MARGIN) -> Verdict:
 def table(timings: dict, baseline: str, *, margin: float = MARGIN):
     """A DataFrame with one row per timing: its ratio to ``baseline`` (three significant digits, as the
     interval) with the 95% interval and the verdict."""
-
     rows = []
     for name, timing in timings.items():
         if name == baseline:

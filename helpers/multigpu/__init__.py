@@ -1,15 +1,6 @@
-"""PageRank across several GPUs (or CPU workers) on Dask: a 1-D partition of the in-CSR by destination rows.
-
-Each worker owns a contiguous range of rows holding about the same number of in-links, and keeps it in a
-Dask actor (``Partition``) pinned to it. Every iteration it runs the course's pull kernel on its rows
-against the FULL contribution vector, updates its rows and its shares of the dangling mass and L1 change;
-then the slices are all-gathered and the two scalars all-reduced, either by the client ("dask": one call
-per actor per iteration, the slices through the client) or by the actors themselves ("nccl": each runs
-the loop with a NCCL communicator, GPU to GPU, as cuGraph does). Back ends: "gpu" (dask-cuda, one worker
-per GPU, CuPy, the course's kernels) and "cpu" (distributed's LocalCluster, NumPy, SciPy: what CI runs).
-What runs on the workers is in ``helpers.multigpu.worker``; ``python -m helpers.multigpu bench|check``
-is the command line. Nothing here imports Dask, CuPy or pandas at import time.
-"""
+"""PageRank across several GPUs (or CPU workers) on Dask: the in-CSR split by destination rows, one Dask actor
+(``worker.Partition``) per worker, the contributions all-gathered each iteration by the client ("dask") or by
+NCCL ("nccl"). Nothing here imports Dask or CuPy at import time."""
 from __future__ import annotations
 
 import contextlib
@@ -22,27 +13,30 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import scipy.sparse
 
 from helpers.core.arguments import ArgumentError, GraphFormatError, host_array, to_host
-from helpers.core.graph import GraphTooLargeError
 from helpers.core.reference import DAMPING, check_damping, check_tol
 from helpers.measure import gpu
-from helpers.measure.gpu import HEADROOM, INT32_MAX
-from helpers.multigpu.worker import Partition, nccl_problem
+from helpers.measure.gpu import INT32_MAX
+from helpers.multigpu.plan import (ROW_ARRAYS, PartitionPlan, check_fits, exchange_bytes, grid_2d,
+                                   largest_graph, partition_by_edges, partition_bytes, plan_bytes,
+                                   values_received_per_gpu)
+from helpers.multigpu.worker import Partition, load_nccl
 
 EXTRA = "multigpu"
-# pyproject's multigpu extra (a test compares)
 REQUIREMENTS = ("dask[distributed]>=2024.1", "dask-cuda>=24.0")
 INSTALL_HINT = f'pip install "pagerank-gpu-course[{EXTRA}]"'
 BACKENDS = ("gpu", "cpu")
 EXCHANGES = ("nccl", "dask")
-# The variants whose kernel takes (in_offsets, in_sources, x, pulled, n[, ...]) and reads nothing else of the
-# graph: they run unchanged on a partition whose rows are local and whose sources are global vertex ids.
+# kernels that read only (in_offsets, in_sources, x, pulled, n): they run unchanged on a partition's rows
 PULL_VARIANTS = ("pull_hybrid", "pull_contrib", "pull_contrib_kahan", "pull_contrib_f64", "pull_warp",
                  "pull_subwarp_4", "pull_subwarp_8", "pull_subwarp_16", "pull_shared_tile")
-ROW_ARRAYS = 7        # rank, new rank, pulled, scratch, safe out-degree, has-out mask, dangling mask
+__all__ = ["ROW_ARRAYS", "PartitionPlan", "check_fits", "exchange_bytes", "grid_2d", "largest_graph",
+           "partition_by_edges", "partition_bytes", "plan_bytes", "values_received_per_gpu", "EXTRA",
+           "REQUIREMENTS", "INSTALL_HINT", "PULL_VARIANTS", "MissingDaskError", "default_backend",
+           "HostGraph", "host_graph", "MultiResult", "local_cluster", "worker_addresses", "pagerank_multi",
+           "float64_residual", "versions"]
 
 
 class MissingDaskError(ImportError):
@@ -59,8 +53,8 @@ def _require(module: str, why: str):
 
 
 def default_backend() -> str:
-    """What ``backend="auto"`` means: "gpu" where CuPy reaches a GPU and dask-cuda is installed, else "cpu".
-    It never looks at a client's cluster: with a client, name the back end its workers are for."""
+    """What ``backend="auto"`` means (never from a client's cluster): "gpu" with a GPU and dask-cuda, else
+    "cpu"."""
     return "gpu" if gpu.has_gpu() and importlib.util.find_spec("dask_cuda") is not None else "cpu"
 
 
@@ -73,156 +67,6 @@ def _resolve_backend(backend: str) -> str:
         gpu.require_gpu()
     return backend
 
-
-# --- the partition ----------------------------------------------------------------------------------
-
-@dataclass(frozen=True, eq=False)
-class PartitionPlan:
-    """Contiguous row ranges of the in-CSR, one per worker: worker k owns rows bounds[k]..bounds[k+1]-1."""
-    bounds: np.ndarray    # parts + 1 row boundaries: 0 = bounds[0] <= ... <= bounds[-1] = N
-    edges: np.ndarray     # in-links of each part
-
-    @property
-    def parts(self) -> int:
-        return int(self.edges.size)
-
-    @property
-    def rows(self) -> np.ndarray:
-        return np.diff(self.bounds)
-
-    @property
-    def num_vertices(self) -> int:
-        return int(self.bounds[-1])
-
-    @property
-    def num_edges(self) -> int:
-        return int(self.edges.sum())
-
-    def range(self, k: int) -> tuple[int, int]:
-        return int(self.bounds[k]), int(self.bounds[k + 1])
-
-    def table(self, *, value_bytes: int = 4):
-        """The partition as a pandas DataFrame: rows, in-links, shares, the bytes each worker allocates."""
-
-        n, m = max(self.num_vertices, 1), max(self.num_edges, 1)
-        return pd.DataFrame({
-            "worker": np.arange(self.parts), "first row": self.bounds[:-1], "last row": self.bounds[1:] - 1,
-            "vertices": self.rows, "in-links": self.edges,
-            "% of vertices": 100 * self.rows / n, "% of in-links": 100 * self.edges / m,
-            "GiB on the worker": plan_bytes(self, value_bytes=value_bytes) / 2**30,
-        }).set_index("worker")
-
-
-def _host(array, name: str) -> np.ndarray:
-    """A NumPy array from a NumPy or CuPy array (CuPy's copy to the host is ``.get()``); nothing masked."""
-    return to_host(array, name)
-
-
-def partition_by_edges(in_offsets, parts: int) -> PartitionPlan:
-    """Cut the rows 0..N-1 into ``parts`` contiguous ranges holding about the same number of in-links.
-
-    Cut k goes to the row boundary whose offset is nearest to k * E / parts; among boundaries with that
-    same offset (rows without in-links in between) to the one nearest to k * N / parts. Then every range is
-    made non-empty: a row heavier than E / parts (a hub) gets a range of its own and the cuts after it move
-    on. Every row is in exactly one range, and no range holds more than E / parts + the largest row's
-    in-links. With more parts than rows, part k < N gets row k alone and the parts beyond N are empty.
-    """
-    offsets = _host(in_offsets, "in_offsets").astype(np.int64, copy=False)
-    parts = int(parts)
-    if parts < 1:
-        raise ValueError(f"parts must be at least 1, got {parts}")
-    if offsets.ndim != 1 or offsets.size < 2 or offsets[0] != 0 or (np.diff(offsets) < 0).any():
-        raise GraphFormatError("in_offsets must be a 1-D array of N + 1 non-decreasing offsets "
-                               "starting at 0")
-    n, total = offsets.size - 1, int(offsets[-1])
-    bounds = np.empty(parts + 1, dtype=np.int64)
-    if parts > n:
-        bounds[:] = np.minimum(np.arange(parts + 1), n)
-    else:
-        k = np.arange(1, parts)
-        targets = total * k / parts
-        above = np.minimum(np.searchsorted(offsets, targets, side="left"), n)   # first offset >= target
-        below = np.maximum(above - 1, 0)
-        closer_above = offsets[above] - targets <= targets - offsets[below]
-        nearest = np.where(closer_above, offsets[above], offsets[below])
-        first = np.searchsorted(offsets, nearest, side="left")
-        last = np.searchsorted(offsets, nearest, side="right") - 1
-        cuts = np.clip(np.rint(n * k / parts).astype(np.int64), first, last)
-        bounds[0], bounds[-1] = 0, n
-        for i, cut in enumerate(cuts):          # parts is small: one pass keeps every range non-empty
-            bounds[i + 1] = min(max(int(cut), int(bounds[i]) + 1), n - (parts - 1 - i))
-    return PartitionPlan(bounds, offsets[bounds[1:]] - offsets[bounds[:-1]])
-
-
-# --- memory and traffic arithmetic ------------------------------------------------------------------
-
-def partition_bytes(rows: int, edges: int, num_vertices: int, *, offset_bytes: int = 4, value_bytes: int = 4,
-                    edge_values: bool = False) -> int:
-    """Bytes one worker allocates: its in_offsets slice (rebased to 0) and in_sources slice (int32 ids), the
-    FULL contribution vector (N values: the term that does not shrink with more workers), and seven arrays
-    of its rows (rank, new rank, pulled, scratch, out-degree, two masks). ``edge_values``: one value per
-    edge too (the CPU back end's SciPy matrix keeps its ones)."""
-    return (offset_bytes * (rows + 1) + 4 * edges + (value_bytes * edges if edge_values else 0)
-            + value_bytes * num_vertices + ROW_ARRAYS * value_bytes * rows)
-
-
-def plan_bytes(plan: PartitionPlan, **options) -> np.ndarray:
-    """``partition_bytes`` of every part of a plan."""
-    return np.array([partition_bytes(int(r), int(e), plan.num_vertices, **options)
-                     for r, e in zip(plan.rows, plan.edges)], dtype=np.int64)
-
-
-def exchange_bytes(plan: PartitionPlan, value_bytes: int = 4) -> int:
-    """Bytes the workers receive from each other in one iteration: each gets the contributions of the rows
-    it does not own (N - its rows values), plus the two float64 scalars of the all-reduce."""
-    if plan.parts == 1:
-        return 0
-    return int(sum(plan.num_vertices - int(r) for r in plan.rows) * value_bytes + 16 * plan.parts)
-
-
-def grid_2d(gpus: int) -> tuple[int, int]:
-    """The R x C process grid of a 2-D partition: R the largest divisor of P not above sqrt(P)."""
-    rows = max(1, int(np.sqrt(gpus)))
-    while gpus % rows:
-        rows -= 1
-    return rows, gpus // rows
-
-
-def values_received_per_gpu(num_vertices: int, gpus: int, layout: str = "1d") -> float:
-    """Values one GPU receives per iteration when N vertices are split evenly over P GPUs (arithmetic).
-
-    1-D (this module): the all-gather brings the N - N/P contributions it does not own.
-    2-D (R x C grid, each GPU one block of the matrix): it gathers the N/C contributions of its column block
-    from the R GPUs of its column, N/C * (1 - 1/R), and its N/R partial sums are reduced over the C GPUs of
-    its row, N/R * (1 - 1/C): about 2N/sqrt(P) in all instead of N.
-    """
-    n, p = float(num_vertices), int(gpus)
-    if layout == "1d":
-        return n * (1 - 1 / p)
-    if layout == "2d":
-        r, c = grid_2d(p)
-        return n / c * (1 - 1 / r) + n / r * (1 - 1 / c)
-    raise ValueError(f"layout must be '1d' or '2d', got {layout!r}")
-
-
-def largest_graph(memory_bytes: float, edges_per_vertex: float, bytes_for) -> tuple[int, int]:
-    """The largest (vertices, edges = edges_per_vertex * vertices) for which ``bytes_for(vertices, edges)``
-    stays within ``memory_bytes`` (bisection; ``bytes_for`` must grow with the size)."""
-    def need(v):
-        return bytes_for(v, int(edges_per_vertex * v))
-
-    if need(1) > memory_bytes:
-        return 0, 0
-    low, high = 1, 2
-    while need(high) <= memory_bytes and high < 2**50:
-        low, high = high, 2 * high
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if need(middle) <= memory_bytes else (low, middle)
-    return low, int(edges_per_vertex * low)
-
-
-# --- the graph, as the helper takes it ----------------------------------------------------------------
 
 @dataclass(frozen=True, eq=False)
 class HostGraph:
@@ -237,22 +81,25 @@ class HostGraph:
     def num_edges(self) -> int:
         return int(self.in_sources.size)
 
+    def rows(self, a: int, b: int) -> tuple:
+        """Rows a..b-1: their in_offsets rebased to 0 (int32), in_sources and out-degrees."""
+        e0, e1 = int(self.in_offsets[a]), int(self.in_offsets[b])
+        return (self.in_offsets[a:b + 1] - e0).astype(np.int32), self.in_sources[e0:e1], self.out_degree[a:b]
+
 
 def host_graph(graph) -> HostGraph:
-    """A ``helpers.core.graph.Graph``, or any object with ``num_vertices``, ``in_offsets``, ``in_sources`` and
-    ``out_degree`` (NumPy or CuPy arrays, as ``generators.rmat_device`` returns), as checked host arrays."""
+    """A ``Graph``, or any object with ``num_vertices``, ``in_offsets``, ``in_sources`` and ``out_degree``
+    (NumPy or CuPy arrays, as ``rmat_device`` returns), as checked host arrays."""
     if isinstance(graph, HostGraph):
         return graph
     needed = ("num_vertices", "in_offsets", "in_sources", "out_degree")
-    missing = [a for a in needed if not hasattr(graph, a)]
-    if missing:
+    if missing := [a for a in needed if not hasattr(graph, a)]:
         raise TypeError(f"PageRank across workers needs a graph with num_vertices, in_offsets, in_sources "
-                        f"and out_degree (a helpers.core.graph.Graph, or what generators.rmat_device returns); "
-                        f"{type(graph).__name__} has no {', '.join(missing)}")
+                        f"and out_degree (a helpers.core.graph.Graph, or what generators.rmat_device "
+                        f"returns); {type(graph).__name__} has no {', '.join(missing)}")
     n = int(graph.num_vertices)
     name = str(getattr(graph, "name", "graph"))
-    offsets, sources, degree = (_host(getattr(graph, key), key)
-                                for key in ("in_offsets", "in_sources", "out_degree"))
+    offsets, sources, degree = (to_host(getattr(graph, key), key) for key in needed[1:])
     if n < 1:
         raise GraphFormatError(f"{name}: a graph needs at least one vertex, got num_vertices={n}")
     if n > INT32_MAX:
@@ -270,14 +117,10 @@ def host_graph(graph) -> HostGraph:
     return HostGraph(n, offsets, sources, degree, name)
 
 
-# --- the client side ----------------------------------------------------------------------------------
-
 @dataclass(frozen=True, eq=False)
 class MultiResult:
-    """A partitioned PageRank run. Per iteration: ``iteration_ms`` the slowest worker's wall time,
-    ``compute_ms`` the slowest worker's kernel and update, ``exchange_ms`` the rest (NCCL: the collectives
-    as CUDA events time them on that worker; Dask: the wall time minus the compute, so the copies, the
-    transfers through the client and its round trip)."""
+    """A partitioned run; per iteration the slowest worker's wall time and compute (kernel and update), and
+    the exchange (NCCL: its collectives' CUDA events; Dask: the wall time minus the compute)."""
     ranks: np.ndarray
     iterations: int
     residuals: np.ndarray
@@ -319,13 +162,8 @@ class MultiResult:
 
 @contextlib.contextmanager
 def local_cluster(workers: int | None = None, backend: str = "auto", *, processes: bool | None = None):
-    """A Dask cluster on this machine, closed on exit: yields its Client.
-
-    GPU: dask-cuda's LocalCUDACluster, one worker process per GPU (the first ``workers`` GPUs visible).
-    CPU: distributed's LocalCluster with ``workers`` single-threaded workers (default 2), in this process
-    unless ``processes=True``. "auto": ``default_backend()``. The scheduler's and the workers' scratch
-    space is a temporary folder, removed when the cluster closes.
-    """
+    """A Dask cluster on this machine, yielding its Client: one dask-cuda worker per GPU, or ``workers`` (2)
+    single-threaded CPU workers; its scratch space a temporary folder, removed on exit."""
     distributed = _require("distributed", "multi-worker PageRank runs on Dask")
     backend = _resolve_backend(backend)
     if backend == "gpu":
@@ -339,7 +177,7 @@ def local_cluster(workers: int | None = None, backend: str = "auto", *, processe
         if workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
     scratch = tempfile.mkdtemp(prefix="pagerank-dask-")
-    # no dashboard, the scheduler's HTTP endpoint on a free port (8787 may be taken by another cluster)
+    # no dashboard; the scheduler's HTTP endpoint on a free port (8787 may be taken by another cluster)
     options = dict(n_workers=workers, threads_per_worker=1, memory_limit=0, dashboard_address=":0",
                    local_directory=scratch, silence_logs=logging.ERROR,
                    scheduler_kwargs={"dashboard": False, "local_directory": scratch})
@@ -369,27 +207,6 @@ def worker_addresses(client) -> list[str]:
     return sorted(info, key=key)
 
 
-def _size(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.2f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:.2f} MiB"
-
-
-def _check_memory(plan, free, backend, value_bytes, name):
-    need = plan_bytes(plan, value_bytes=value_bytes, edge_values=backend == "cpu")
-    where = "its GPU" if backend == "gpu" else "the host"
-    for k in range(plan.parts):
-        a, b = plan.range(k)
-        if plan.edges[k] > INT32_MAX:
-            raise GraphTooLargeError(f"{name}: partition {k} (rows {a:,}..{b - 1:,}) holds "
-                                     f"{plan.edges[k]:,} in-links, beyond the int32 edge index of the "
-                                     "course's kernels: use more workers")
-        if need[k] > HEADROOM * free[k]:
-            raise GraphTooLargeError(
-                f"{name}: partition {k} (rows {a:,}..{b - 1:,}: {b - a:,} vertices, "
-                f"{plan.edges[k]:,} in-links) "
-                f"needs {_size(need[k])} on worker {k} and {where} has {_size(free[k])} free "
-                f"(at most {HEADROOM:.0%} of it is planned for): use more workers or more memory")
-
-
 def _answers(calls) -> list:
     """Wait for actor calls already made (they run at once) and return their results; errors raise here."""
     return [call.result() for call in list(calls)]
@@ -399,16 +216,9 @@ def pagerank_multi(graph, workers: int | None = None, *, backend: str = "auto", 
                    variant: str = "pull_hybrid", damping: float = DAMPING, tol: float = 1e-6,
                    max_iter: int = 1000, client=None, dtype=None, free_bytes=None,
                    verbose: bool = True) -> MultiResult:
-    """PageRank with the in-CSR split by destination rows across Dask workers; the course's semantics.
-
-    ``graph``: a ``helpers.core.graph.Graph`` or any object with num_vertices, in_offsets, in_sources, out_degree.
-    ``workers``: how many (default: every GPU, or 2 CPU workers; with a ``client``, all of its workers).
-    ``backend``: "gpu" (CuPy, the course's kernel ``variant``, float32), "cpu" (NumPy and SciPy, float64
-    unless ``dtype`` says float32), or "auto" (``default_backend()``; with a ``client``, name its kind).
-    ``exchange``: "nccl" (GPU only; falls back to "dask", saying why, where NCCL cannot load), "dask", or
-    "auto" (NCCL on GPUs). ``client``: run on this Dask cluster, else start a local one and close it after.
-    ``free_bytes``: free memory per worker (one number or one per worker) instead of asking the workers.
-    """
+    """PageRank with the in-CSR split by rows across Dask workers (``client``'s, else a local cluster's):
+    "gpu" runs ``variant`` in float32, "cpu" SciPy in float64 or float32; "nccl" falls back to "dask".
+    ``free_bytes``: free memory per worker (one number or one each) instead of the workers' answer."""
     damping, tol = check_damping(damping), check_tol(tol)
     if int(max_iter) < 1:
         raise ValueError(f"max_iter must be at least 1, got {max_iter}")
@@ -433,6 +243,7 @@ def pagerank_multi(graph, workers: int | None = None, *, backend: str = "auto", 
 
 def _run(client, hg, workers, backend, exchange, variant, damping, tol, max_iter, dtype, free_bytes,
          verbose):
+    """Partition, load, iterate and release on ``client``'s first ``workers`` workers."""
     say = print if verbose else (lambda *args, **kwargs: None)
     addresses = worker_addresses(client)
     if workers is not None:
@@ -447,30 +258,21 @@ def _run(client, hg, workers, backend, exchange, variant, damping, tol, max_iter
         free, problems = zip(*_answers(a.probe() for a in actors))
         if free_bytes is not None:
             free = np.broadcast_to(np.asarray(free_bytes, dtype=np.float64), (plan.parts,))
-        _check_memory(plan, free, backend, dtype.itemsize, hg.name)
+        check_fits(plan, free, backend, dtype.itemsize, hg.name)
         if exchange == "auto":
             exchange = "nccl" if backend == "gpu" else "dask"
-        fallback = (next((p for p in (*problems, nccl_problem()) if p), None) if exchange == "nccl"
-                    else None)
+        fallback = next((p for p in (*problems, load_nccl()[1]) if p), None) if exchange == "nccl" else None
         if fallback:
             exchange = "dask"
             say(f"NCCL exchange not used: {fallback}. Using the Dask exchange instead.")
-        calls = []
-        for k, actor in enumerate(actors):
-            a, b = plan.range(k)
-            e0, e1 = int(hg.in_offsets[a]), int(hg.in_offsets[b])
-            offsets = (hg.in_offsets[a:b + 1] - hg.in_offsets[a]).astype(np.int32)
-            calls.append(actor.load(k, plan.bounds, hg.num_vertices, offsets, hg.in_sources[e0:e1],
-                                    hg.out_degree[a:b], dtype.str, variant))
-        loads = _answers(calls)      # every partition in place (and its errors raised) before iterating
+        loads = _answers(actor.load(k, plan.bounds, hg.num_vertices, *hg.rows(*plan.range(k)), dtype.str,
+                                    variant) for k, actor in enumerate(actors))   # all loaded, then iterate
         setup_s = time.perf_counter() - start
         say(f"{hg.name}: {hg.num_vertices:,} vertices, {hg.num_edges:,} edges on {plan.parts} "
             f"{backend.upper()} worker(s), {exchange} exchange; partitioned and loaded in {setup_s:.1f} s")
-        if exchange == "nccl":
-            run = _iterate_nccl(actors, damping, tol, max_iter)
-        else:
-            run = _iterate_dask(actors, loads, damping, tol, max_iter)
-        ranks, residuals, wall, compute, communicate = run
+        ranks, residuals, wall, compute, communicate = (
+            _iterate_nccl(actors, damping, tol, max_iter) if exchange == "nccl"
+            else _iterate_dask(actors, loads, damping, tol, max_iter))
     finally:
         with contextlib.suppress(Exception):     # a worker that failed has nothing left to release
             _answers(a.release() for a in client.gather(handles))
@@ -486,8 +288,7 @@ def _run(client, hg, workers, backend, exchange, variant, damping, tol, max_iter
 
 
 def _iterate_dask(actors, loads, damping, tol, max_iter):
-    """The client's loop, one round trip per iteration: every actor gets the other workers' last slices,
-    steps, and returns its three numbers and its new slice."""
+    """The client's loop: every actor gets the others' last slices, steps, returns its numbers and slice."""
     dangling_mass, slices = sum(share for share, _ in loads), [own for _, own in loads]
     residuals, wall, compute = [], [], []
     for _ in range(max_iter):
@@ -508,9 +309,7 @@ def _iterate_dask(actors, loads, damping, tol, max_iter):
 
 def _iterate_nccl(actors, damping, tol, max_iter):
     """Every actor runs the whole loop, all started at once (NCCL's set-up waits for every rank)."""
-    from cupy.cuda import nccl
-
-    unique_id = nccl.get_unique_id()
+    unique_id = load_nccl()[0].get_unique_id()
     runs = _answers(actor.run_nccl(unique_id, len(actors), rank, damping, tol, max_iter)
                     for rank, actor in enumerate(actors))
     return (np.concatenate([r["ranks"] for r in runs]), runs[0]["residuals"],
@@ -518,9 +317,8 @@ def _iterate_nccl(actors, damping, tol, max_iter):
 
 
 def float64_residual(graph, ranks, damping: float = DAMPING) -> float:
-    """L1 change that one float64 power-iteration step makes to ``ranks`` (small for a PageRank vector).
-    On the GPU when the graph's arrays are CuPy arrays (a CPU reference of 300M edges takes too long),
-    with SciPy otherwise."""
+    """L1 change one float64 power-iteration step makes to ``ranks``: on the GPU for CuPy graph arrays (a CPU
+    check of 300M edges takes too long), else with SciPy."""
     if type(graph.in_offsets).__module__.split(".")[0] == "cupy":
         xp = gpu.require_gpu()
         import cupyx.scipy.sparse as sparse
@@ -549,10 +347,8 @@ def versions() -> list[str]:
             lines.append(f"{module} {importlib.import_module(module).__version__}")
         except Exception as error:
             lines.append(f"{module}: not importable ({type(error).__name__}: {error})")
-    problem = nccl_problem()
+    nccl, problem = load_nccl()
     if problem:
         return lines + [f"NCCL: not available: {problem}"]
-    from cupy.cuda import nccl
-
     return lines + [f"NCCL: available, version {nccl.get_version()} (CuPy built against "
                     f"{nccl.get_build_version()})"]

@@ -1,5 +1,5 @@
-"""The command line of ``helpers.multigpu``: ``python -m helpers.multigpu bench`` measures one GPU against
-several on a generated graph; ``python -m helpers.multigpu check`` says what is installed."""
+"""``python -m helpers.multigpu bench`` (one GPU against several on a generated graph) and ``check`` (what is
+installed)."""
 from __future__ import annotations
 
 import argparse
@@ -19,6 +19,10 @@ from helpers.measure.cpu import cpu_description
 from helpers.multigpu import (PULL_VARIANTS, float64_residual, host_graph, local_cluster, pagerank_multi,
                               versions)
 
+BENCH = ("Partitioned PageRank on 1 and on N GPUs (NCCL exchange, and the Dask exchange for contrast): "
+         "verified, timed, written as CSV/JSON.")
+CHECK = "Print what is installed for the multi-GPU lecture: Dask, dask-cuda, NCCL, the GPUs."
+
 
 def header() -> list[str]:
     """What a run is on: Python, NumPy, the CPU, the GPUs, the CUDA driver and runtime, CuPy."""
@@ -33,9 +37,13 @@ def header() -> list[str]:
     return lines
 
 
-def add_bench_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The options of ``bench``."""
-    add = parser.add_argument
+def parser() -> argparse.ArgumentParser:
+    """``python -m helpers.multigpu {bench,check}``, each with its --help."""
+    top = argparse.ArgumentParser(prog="python -m helpers.multigpu", formatter_class=HelpFormatter,
+                                  description="PageRank on the GPUs of one host (lecture 50).")
+    commands = top.add_subparsers(dest="command", required=True, metavar="{bench,check}")
+    add = commands.add_parser("bench", help=BENCH, description=BENCH,
+                              formatter_class=HelpFormatter).add_argument
     add("--vertices", type=int, default=2**25, help="vertices of the R-MAT graph generated on the GPU")
     add("--edges", type=int, default=300_000_000, help="its edges")
     add("--seed", type=int, default=0, help="the generator's seed")
@@ -48,22 +56,6 @@ def add_bench_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParse
         help="iterations of the Dask-exchange contrast run (0: skip it)")
     add("--out", type=Path, default=Path("bench-results") / "multigpu",
         help="folder for multigpu.csv and multigpu.json")
-    return parser
-
-
-BENCH = ("Partitioned PageRank on 1 and on N GPUs (NCCL exchange, and the Dask exchange for contrast): "
-         "verified, timed, written as CSV/JSON.")
-CHECK = "Print what is installed for the multi-GPU lecture: Dask, dask-cuda, NCCL, the GPUs."
-
-
-def parser() -> argparse.ArgumentParser:
-    """``python -m helpers.multigpu {bench,check}``, each with its --help."""
-
-    top = argparse.ArgumentParser(prog="python -m helpers.multigpu", formatter_class=HelpFormatter,
-                                  description="PageRank on the GPUs of one host (lecture 50).")
-    commands = top.add_subparsers(dest="command", required=True, metavar="{bench,check}")
-    add_bench_options(commands.add_parser("bench", help=BENCH, description=BENCH,
-                                          formatter_class=HelpFormatter))
     commands.add_parser("check", help=CHECK, description=CHECK, formatter_class=HelpFormatter)
     return top
 
@@ -99,8 +91,15 @@ def bench(args: argparse.Namespace) -> int:
                                               max_iter=args.dask_iterations, **common))
                 say(f"Dask exchange: {np.median(results[-1].iteration_ms):.2f} ms per iteration")
     say("checking with one float64 iteration on the GPU")
+    checks = [float64_residual(device_graph, r.ranks) for r in results[:2]]
+    ok = _report(args, lines, hg, results, checks)
+    say(f"wrote {args.out / 'multigpu.csv'} and {args.out / 'multigpu.json'}")
+    return 0 if ok else 1
+
+
+def _report(args, lines, hg, results, checks) -> bool:
+    """Print the table and the verdict, write multigpu.csv and multigpu.json; whether N GPUs agree with 1."""
     one, many = results[:2]
-    checks = [float64_residual(device_graph, r.ranks) for r in (one, many)]
     difference = np.abs(many.ranks.astype(np.float64) - one.ranks)
     l1, max_diff = float(difference.sum()), float(difference.max())
     ok = (abs(many.iterations - one.iterations) <= 1 and l1 < 1e-5
@@ -128,8 +127,7 @@ def bench(args: argparse.Namespace) -> int:
         "tol": args.tol, "norm": "L1", "verified": ok, "l1_distance_to_1_gpu": l1,
         "max_abs_diff_to_1_gpu": max_diff, "rows": rows, "partitions": partitions,
         "per_iteration_ms": per_iteration}, indent=1, default=float), encoding="utf-8")
-    say(f"wrote {args.out / 'multigpu.csv'} and {args.out / 'multigpu.json'}")
-    return 0 if ok else 1
+    return ok
 
 
 def main(argv=None) -> int:

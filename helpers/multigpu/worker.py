@@ -1,36 +1,34 @@
-"""What runs on a Dask worker of ``helpers.multigpu``: its share of a run, kept between calls in an actor.
-
-``helpers.multigpu`` starts one ``Partition`` per worker (``client.submit(Partition, ..., actor=True,
-workers=[address])``) and calls its methods: ``probe`` and ``load`` once, then ``step`` every iteration
-(Dask exchange) or ``run_nccl`` once (the whole loop, NCCL exchange). No CuPy import at import time.
-"""
+"""What runs on a Dask worker of ``helpers.multigpu``: its share of a run, kept between calls in an actor
+(``probe`` and ``load`` once, then ``step`` every iteration or ``run_nccl`` once)."""
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 import scipy.sparse as sp
 
 from helpers import kernels
+from helpers.core.graph import available_host_bytes
 from helpers.core.reference import DAMPING
 from helpers.driver import VARIANTS
 from helpers.measure import gpu
 
 
-def nccl_problem():
-    """None when CuPy's NCCL binding loads here; otherwise why not."""
+def load_nccl() -> tuple:
+    """(CuPy's NCCL binding, None) where it loads and answers here, else (None, why not)."""
     try:
         from cupy.cuda import nccl
     except Exception as error:   # CuPy missing or broken
-        return f"CuPy's NCCL module cannot be imported ({error})"
+        return None, f"CuPy's NCCL module cannot be imported ({error})"
     if not getattr(nccl, "available", False):
-        return ("CuPy cannot load the NCCL library (install NCCL, e.g. the nvidia-nccl wheel of your "
-                "CUDA version)")
+        return None, ("CuPy cannot load the NCCL library (install NCCL, e.g. the nvidia-nccl wheel of your "
+                      "CUDA version)")
     try:
         nccl.get_version()
     except Exception as error:
-        return f"NCCL does not answer ({error})"
-    return None
+        return None, f"NCCL does not answer ({error})"
+    return nccl, None
 
 
 def _scipy_spmv(part, x, y):
@@ -38,27 +36,21 @@ def _scipy_spmv(part, x, y):
 
 
 class Partition:
-    """One worker's rows start..stop-1 of N, its in-links and its buffers (NumPy or CuPy), kept between calls
-    as a Dask actor pinned to that worker. ``x`` is the full contribution vector: the worker writes its own
-    slice, the exchange the rest. ``in_offsets``, ``in_sources`` and ``num_vertices`` (its row count) are
-    what the course's kernel launchers read, so a variant's ``spmv`` runs on a partition unchanged."""
+    """One worker's rows start..stop-1 of N, its in-links and buffers (NumPy or CuPy), with the attributes a
+    variant's ``spmv`` reads; ``x`` is the full contribution vector (its own slice, the rest exchanged)."""
 
     def __init__(self, backend: str):
         self.backend, self.xp = backend, gpu.require_gpu() if backend == "gpu" else np
 
     def probe(self):
-        """(free bytes where this worker allocates: its GPU's for CuPy, or the host's; why NCCL cannot run
-        here, or None)."""
+        """(free bytes where this worker allocates, why NCCL cannot run here or None)."""
         if self.backend == "gpu":
-            return gpu.free_bytes(), nccl_problem()
-        import psutil  # a dependency of distributed, which runs this worker
-
-        return int(psutil.virtual_memory().available), "NCCL moves GPU memory; the CPU back end has none"
+            return gpu.free_bytes(), load_nccl()[1]
+        return available_host_bytes() or math.inf, "NCCL moves GPU memory; the CPU back end has none"
 
     def load(self, index, bounds, n, offsets, sources, degree, dtype, variant):
-        """Take rows bounds[index]..bounds[index + 1] - 1 (offsets rebased to 0, sources global ids) and run
-        one step into scratch buffers, compiling every kernel it launches. Returns the start's dangling-mass
-        share and this worker's contributions."""
+        """Take part ``index`` (offsets rebased to 0, sources global ids), warm up with one step into scratch;
+        returns the start's dangling-mass share and this worker's contributions."""
         xp, self.index, self.bounds, self.n = self.xp, index, np.asarray(bounds), int(n)
         self.start, self.stop = int(bounds[index]), int(bounds[index + 1])
         self.num_vertices = rows = self.stop - self.start
@@ -72,7 +64,6 @@ class Partition:
             for name in VARIANTS[variant].kernels:
                 kernels.compiled(name)
         else:
-
             self.spmv = _scipy_spmv
             ones = np.ones(len(sources), self.dtype)
             self.matrix = sp.csr_matrix((ones, sources, offsets), shape=(rows, n))
@@ -81,16 +72,16 @@ class Partition:
         self.x = xp.zeros(n, dtype=self.dtype)
         self._contributions(self.rank, self.x[self.start:self.stop])
         self._step(DAMPING, 0.0, into=self.pulled)     # warm-up: every kernel a step launches, into scratch
-        return float((self.rank * self.dangling).sum(dtype=np.float64)), self._own_slice()
+        dangling = float((self.rank * self.dangling).sum(dtype=np.float64))
+        return dangling, self._host(self.x[self.start:self.stop])
 
     def _contributions(self, rank, out):
         self.xp.divide(rank, self.safe_degree, out=out)
         self.xp.multiply(out, self.has_out, out=out)
 
     def _step(self, damping, dangling_mass, into=None):
-        """One iteration on this worker's rows: new = d * pulled + (d * D + 1 - d) / N, its contributions
-        into its slice of ``x`` (or, for the warm-up, ``into``). Returns the new dangling mass and the L1
-        change, float64 sums on the device."""
+        """One iteration on this worker's rows, contributions into its slice of ``x`` (or ``into``); returns
+        the new dangling mass and the L1 change, float64 sums on the device."""
         xp = self.xp
         if self.num_vertices:
             self.spmv(self, self.x, self.pulled)
@@ -106,13 +97,13 @@ class Partition:
             self.rank, self.new = self.new, self.rank
         return dangling, change
 
-    def _own_slice(self) -> np.ndarray:
-        own = self.x[self.start:self.stop]
-        return own.get() if self.backend == "gpu" else own.copy()
+    def _host(self, array) -> np.ndarray:
+        """A host copy of one of this worker's arrays (never a view: the client hands it on)."""
+        return array.get() if self.backend == "gpu" else array.copy()
 
     def step(self, damping, dangling_mass, slices):
-        """One iteration, Dask exchange: copy in the other workers' slices (``slices[k]``, None for its own),
-        compute; return (dangling share, L1 change share, compute ms, its new contributions)."""
+        """One iteration, Dask exchange, after copying in the others' ``slices`` (None for its own): (dangling
+        share, L1 change share, compute ms, its new contributions)."""
         for k, values in enumerate(slices):
             if k != self.index and values is not None:
                 self.x[int(self.bounds[k]):int(self.bounds[k + 1])] = self.xp.asarray(values)
@@ -120,16 +111,14 @@ class Partition:
             self.xp.cuda.get_current_stream().synchronize()
         start = time.perf_counter()
         dangling, change = (float(v) for v in self._step(damping, dangling_mass))     # waits for the GPU
-        return dangling, change, 1e3 * (time.perf_counter() - start), self._own_slice()
+        return dangling, change, 1e3 * (time.perf_counter() - start), self._host(self.x[self.start:self.stop])
 
     def ranks(self) -> np.ndarray:
-        return self.rank.get() if self.backend == "gpu" else self.rank.copy()
+        return self._host(self.rank)
 
     def run_nccl(self, unique_id, size, rank, damping, tol, max_iter):
         """The whole run on this GPU, NCCL exchange: SPMD, every worker runs this loop with its own rank."""
-        import cupy as cp
-        from cupy.cuda import nccl
-
+        cp, nccl = self.xp, load_nccl()[0]
         cp.cuda.Device().synchronize()           # the set-up ran on the default stream
         # CuPy 14 gives (and takes) the id as bytes, earlier CuPy a tuple of ints (Dask may make it a list)
         unique_id = unique_id if isinstance(unique_id, bytes) else tuple(unique_id)
@@ -162,8 +151,8 @@ class Partition:
             comm.destroy()
 
     def _allgather(self, comm, nccl, scalars, stream):
-        """All-gather of the contribution slices (NCCL has no gather of unequal slices: one broadcast per
-        owner, in one group, as cuGraph does) and all-reduce of the two scalars, all on ``stream``."""
+        """All-gather of the slices (one broadcast per owner in one group: NCCL gathers only equal slices) and
+        all-reduce of the two scalars, on ``stream``."""
         item, base = self.x.itemsize, self.x.data.ptr
         nccl.groupStart()
         for k in range(len(self.bounds) - 1):
