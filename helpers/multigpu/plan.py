@@ -6,7 +6,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from helpers.core.graph import GraphFormatError, GraphTooLargeError, to_host
+from helpers.core.arguments import GraphFormatError, to_host
+from helpers.core.graph import GraphTooLargeError
 from helpers.measure.gpu import HEADROOM, INT32_MAX
 
 ROW_ARRAYS = 7        # rank, new rank, pulled, scratch, safe out-degree, has-out mask, dangling mask
