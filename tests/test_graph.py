@@ -12,11 +12,11 @@ import pytest
 import scipy.sparse as sp
 
 from helpers.core import arguments, graph
-from helpers.data import graphfiles
+from helpers.data import edgelist, graphfiles
 from helpers.data.cache import arrays_sha256
+from helpers.data.edgelist import MAX_LINE_BYTES, NotRegularFileError, open_regular
 from helpers.data.graphfiles import (
-    MAX_LINE_BYTES, NotRegularFileError, graph_from_pairs, looks_undirected, open_regular,
-    read_edge_list, read_edge_pairs, read_header, write_edge_list)
+    graph_from_pairs, looks_undirected, read_edge_list, read_edge_pairs, read_header, write_edge_list)
 from helpers.core.arguments import ArgumentError, GraphFormatError
 from helpers.core.graph import (
     GraphFormatWarning, GraphTooLargeError, INT32_EDGE_LIMIT, build_bytes, check_csr, from_edges,
@@ -528,7 +528,7 @@ def test_mixed_line_ends_and_a_lone_carriage_return_in_a_gzip_header(tmp_path):
 def test_a_crlf_split_between_two_reads_is_one_line_end(tmp_path, size):
     """The first pass and the line-by-line passes read in blocks: a \\r\\n cut between two reads must not
     become two line ends (which would add a blank line and shift every line number after it)."""
-    first_read = len(graphfiles.UTF8_BOM) + getattr(graphfiles, size)     # the mark is read first
+    first_read = len(edgelist.UTF8_BOM) + getattr(edgelist, size)     # the mark is read first
     filler, rest = divmod(first_read + 1 - len(b"0 1\r\n") - 1000, 1000)
     head = b"0 1\r\n" + (b"#" + b"x" * 997 + b"\r\n") * filler + b"#" + b"x" * (rest + 997) + b"\r\n"
     assert head[first_read - 1:] == b"\r\n"                               # its \r is the read's last byte
@@ -579,21 +579,21 @@ def test_disagreeing_passes_are_refused_naming_where_they_part(tmp_path, monkeyp
     path = written(tmp_path / "g.txt", b"0 1\n# note 5 6\n1 2\n# c\n2 0\n")
     good = read_edge_pairs(path)
     assert good.tolist() == [[0, 1], [1, 2], [2, 0]]
-    parse = graphfiles._parse
+    parse = edgelist._parse
     # NumPy's reader taking '5 6' for an edge (the defect a lone \r in a comment used to cause)
-    monkeypatch.setattr(graphfiles, "_parse", lambda p, count, spare=1: np.array([[0, 1], [5, 6], [1, 2],
+    monkeypatch.setattr(edgelist, "_parse", lambda p, count, spare=1: np.array([[0, 1], [5, 6], [1, 2],
                                                                                 [2, 0]])[:count + spare])
     with pytest.raises(GraphFormatError, match=r"g\.txt: line 2: the passes over the file read its lines "
                                                r"differently from here on \('# note 5 6'\)"):
         read_edge_pairs(path)
     # NumPy's reader refusing from its third row on: where it stops is bisected
-    monkeypatch.setattr(graphfiles, "_parse", lambda p, count, spare=1: None if count + spare > 2
+    monkeypatch.setattr(edgelist, "_parse", lambda p, count, spare=1: None if count + spare > 2
                         else good[:count + spare])
     with pytest.raises(GraphFormatError, match=r"line 4: the passes .* \('# c'\)"):
         read_edge_pairs(path)
     # the first pass counting one edge line fewer than the others find
-    monkeypatch.setattr(graphfiles, "_parse", parse)
-    monkeypatch.setattr(graphfiles, "_scan", lambda p, max_lines: 2)
+    monkeypatch.setattr(edgelist, "_parse", parse)
+    monkeypatch.setattr(edgelist, "_scan", lambda p, max_lines: 2)
     with pytest.raises(GraphFormatError, match=r"line 4: the passes .* \('# c'\)"):
         read_edge_pairs(path)
 

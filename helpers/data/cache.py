@@ -20,7 +20,8 @@ from helpers.core.graph import (Graph, GraphFormatError, check_csr, check_host_m
                                 offsets_dtype)
 from helpers.core.progress import say
 from helpers.data.download import DownloadError
-from helpers.data.graphfiles import open_regular, write_atomically
+from helpers.data.edgelist import open_regular
+from helpers.data.graphfiles import write_atomically
 from helpers.data.settings import (DATA_DIR_VARIABLE, data_dir, data_dir_setting, describe_path, home_folder,
                                    temp_data_dir, user_cache_dir)
 

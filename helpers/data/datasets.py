@@ -22,7 +22,8 @@ from helpers.core.progress import say, warn
 from helpers.data import cache as store
 from helpers.data.cache import ARRAYS, CACHE_FORMAT, MAX_NAME, VANISHED_RETRIES
 from helpers.data.download import DownloadError, IntegrityError, check_limits, fetch, redact
-from helpers.data.graphfiles import graph_from_pairs, open_regular, read_edge_pairs, read_header
+from helpers.data.edgelist import open_regular, read_edge_pairs
+from helpers.data.graphfiles import graph_from_pairs, read_header
 from helpers.data.settings import SettingError, describe_path, expand_home
 
 BASE_URL_VARIABLE = "PAGERANK_DATA_URL"

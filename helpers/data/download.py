@@ -20,7 +20,7 @@ import requests
 
 from helpers.core.arguments import ArgumentError, as_path, check_flag, check_integer, check_seconds
 from helpers.core.progress import bar, say
-from helpers.data.graphfiles import other_format
+from helpers.data.edgelist import other_format
 
 MIN_RATE = 10_000          # bytes/s: the default deadline allows the file's size at this rate ...
 DEADLINE_SLACK = 120.0     # ... plus this many seconds
