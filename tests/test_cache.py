@@ -14,7 +14,7 @@ import pytest
 from helpers.data.settings import describe_path
 
 from helpers import course
-from helpers.data import cache, datasets, settings
+from helpers.data import cache, datasets, registry, settings
 from helpers.core.generators import rmat_graph
 from helpers.core.reference import pagerank
 from snapserver import serving, snap_bytes
@@ -343,7 +343,7 @@ def test_the_cached_reload_neither_downloads_nor_parses(server, monkeypatch):
     def no_parse(*args, **kwargs):
         raise AssertionError("the cached reload parsed the text file again")
 
-    monkeypatch.setattr(datasets, "read_edge_pairs", no_parse)
+    monkeypatch.setattr(registry, "read_edge_pairs", no_parse)
     assert identical(load(), first) and len(server.requests) == asked
 
 
