@@ -1,6 +1,5 @@
-"""The course's data cache: where it is kept (the data directory, else the user cache, else the temp
-folder), the parsed graphs in it (graph.npz and info.json, read back checked), and the staging folders of
-downloads, named after the process that owns them so that one whose owner is gone is removed."""
+"""The data cache: where it is kept (data directory, user cache, temp folder), the parsed graphs in it
+(graph.npz and info.json, read back checked), and staging folders, removed once their owner is gone."""
 from __future__ import annotations
 
 import contextlib

@@ -51,7 +51,6 @@ class _Vanished(Exception):
     """A file or folder of the cache disappeared under the load (another process deleting the cache)."""
 
 
-# --- the public entry points ----------------------------------------------------------------------
 
 def _download(ds: Dataset, folder: Path, raw: Path, limits: dict):
     """Download into a staging folder named after this process, check, and move the file into the cache
@@ -112,9 +111,8 @@ def _check_kept(ds: Dataset, path: Path, frames: int) -> tuple[Graph, dict]:
 
 def load(name_or_dataset="web-Google", *, retries: int = 3, timeout: float = 60.0, progress: bool = True,
          verbose: bool = True, deadline: float | None = None) -> Graph:
-    """The dataset as a Graph: from the cache if there, else downloaded (``retries`` attempts, ``timeout``
-    seconds per read, ``deadline`` for it all), checked and cached. DownloadError (nothing fetched) or
-    IntegrityError (fetched but wrong) leave no file in the cache. A cache deleted meanwhile: tried again."""
+    """The dataset as a Graph: from the cache, else downloaded (``retries``, ``timeout`` per read,
+    ``deadline``), checked and cached; DownloadError or IntegrityError leave no file in the cache."""
     ds = dataset(name_or_dataset)
     limits = {**check_limits(retries, timeout, deadline, progress, verbose),
               "max_bytes": (1 << 20) + MAX_BYTES_PER_EDGE * ds.listed_edges}
@@ -211,9 +209,8 @@ def cached_info(name_or_dataset="web-Google") -> dict | None:
 
 def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.0, cache: bool = True,
             progress: bool = True, verbose: bool = True) -> Graph:
-    """A generated graph of the dataset's size, named as a stand-in: for web-Google the web-like generator
-    (its published shape), for the others R-MAT. Generated once and cached, checked like a download; a
-    ``fraction`` below 1 (a lecture's test scale) scales both counts and is generated each time, quietly."""
+    """A generated graph of the dataset's size named as a stand-in (web-like for web-Google, else R-MAT),
+    cached; a ``fraction`` below 1 scales both counts and is generated each time, quietly."""
     ds = dataset(name_or_dataset)
     seed = check_seed(seed, rng=False)
     fraction = check_real(fraction, "fraction", low=1e-6, high=1)
@@ -248,9 +245,8 @@ def standin(name_or_dataset="web-Google", seed: int = 0, *, fraction: float = 1.
 
 def load_or_standin(name_or_dataset="web-Google", *, fraction: float = 1.0, download: bool | None = None,
                     **kwargs) -> Graph:
-    """``load``; where the download fails, say so plainly and return the generated stand-in instead (a
-    damaged or altered file still raises IntegrityError). A ``fraction`` below 1 sizes the stand-in and,
-    unless ``download`` is True, skips the download: a download is always the whole graph."""
+    """``load``, or where the download fails, announced, the stand-in (IntegrityError still raises); a
+    ``fraction`` below 1 sizes the stand-in and, unless ``download`` is True, skips the download."""
     ds = dataset(name_or_dataset)
     fraction = check_real(fraction, "fraction", low=1e-6, high=1)
     if not check_flag(fraction == 1 if download is None else download, "download"):

@@ -1,8 +1,5 @@
-"""Fetching one file over http(s) with pooch's HTTP downloader (requests underneath): a per-read timeout,
-redirects kept within http(s), a size limit, an overall deadline and retries of what retrying can cure, each
-failure in the course's words (DownloadError, IntegrityError). An address's user name and password are
-used, never shown (``redact``, ``scrub``).
-"""
+"""Fetching one file with pooch's HTTP downloader: per-read timeout, size limit, deadline and retries, each
+failure in the course's words; an address's user name and password are used, never shown (``redact``)."""
 from __future__ import annotations
 
 import http.client
@@ -317,9 +314,8 @@ def check_limits(retries=3, timeout=60.0, deadline=None, progress=True, verbose=
 def fetch(url: str, dest: Path, *, name: str, size_guess: int, max_bytes: int, retries: int = 3,
           timeout: float = 60.0, deadline: float | None = None, progress: bool = True,
           verbose: bool = True) -> None:
-    """Download ``url`` into ``dest`` (moved into place once whole), retrying what retrying can cure, within
-    ``deadline`` seconds (default: 120 s plus the size at 10 kB/s, ``size_guess`` until the server says).
-    DownloadError, or IntegrityError for a body over ``max_bytes``; ArgumentError for a bad argument."""
+    """Download ``url`` into ``dest``, retrying what retrying can cure, within ``deadline`` (default: 120 s
+    plus the size at 10 kB/s); DownloadError, or IntegrityError for a body over ``max_bytes``."""
     if not isinstance(url, str) or not isinstance(name, str):
         raise ArgumentError(f"url and name must be strings, got {type(url).__name__} and "
                             f"{type(name).__name__}")

@@ -105,9 +105,8 @@ def _too_long(path: Path, number: int) -> GraphFormatError:
 
 
 def _blocks(raw, path: Path, size: int = BLOCK_BYTES):
-    """THE definition of a line: blocks of whole lines, each (lines before, lines in it, block), every end
-    (\\n, \\r\\n or a lone \\r, as universal newlines) as \\n. A UTF-8 mark is skipped; a line over
-    MAX_LINE_BYTES raises GraphFormatError naming it, once that much of it was read."""
+    """THE definition of a line: blocks of whole lines (lines before, lines in it, block), every line end as
+    \\n; a UTF-8 mark is skipped, a line over MAX_LINE_BYTES raises GraphFormatError."""
     lines, carry = 0, raw.read(len(UTF8_BOM))
     carry = b"" if carry == UTF8_BOM else carry
     while True:
@@ -159,9 +158,8 @@ def _shown(text: str, limit: int = 60) -> str:
 
 
 def _scan(path: Path, max_lines: int | None) -> int | None:
-    """First pass: only digits, signs, spaces and tabs outside comments. The number of edge lines, None for
-    a byte that breaks the format; with ``max_lines``, GraphFormatError past that many edge lines, or that
-    many blank and comment lines beyond one per edge line (a file that expands without end stops early)."""
+    """First pass: the number of edge lines, None for a byte that breaks the format; with ``max_lines``,
+    GraphFormatError past that many edge lines (or blank and comment lines beyond one per edge line)."""
     edges = 0
     with opened(path) as raw:
         for before, lines, block in _blocks(raw, path):

@@ -115,10 +115,8 @@ def looks_undirected(pairs: np.ndarray) -> bool:
 
 def read_edge_list(path, *, relabel_ids: bool = True, num_vertices: int | None = None,
                    undirected: bool = False, name: str | None = None) -> Graph:
-    """A Graph from a SNAP-style edge list. ``relabel_ids`` maps sparse ids to 0..n-1 (``original_ids``
-    keeps them; a ``num_vertices`` given must equal their count), else ids stay, below ``num_vertices``.
-    ``undirected`` adds v -> u for each line; a GraphFormatWarning says when a directed read looks wrong
-    (the header or the pairs' order says undirected) or the header's counts disagree."""
+    """A Graph from a SNAP-style edge list (``relabel_ids``: ids mapped to 0..n-1, kept in ``original_ids``);
+    a GraphFormatWarning where the header's counts or its direction disagree with the read."""
     relabel_ids = check_flag(relabel_ids, "relabel_ids")
     undirected = check_flag(undirected, "undirected")
     if num_vertices is not None:

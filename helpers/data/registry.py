@@ -171,9 +171,8 @@ def _statistics_file(path: str) -> dict[str, dict]:
 
 
 def expected_statistics(name_or_dataset) -> tuple[dict[str, int], str, str | None]:
-    """The statistics a download must match, who says so, and the name its graph gets if not the dataset's:
-    SNAP's from the registry, or (announced) the dataset's entry in the file $PAGERANK_DATA_STATISTICS
-    names, for tests that serve generated files."""
+    """The statistics a download must match, who says so, and its graph's name if not the dataset's: SNAP's,
+    or (announced) the entry in the file $PAGERANK_DATA_STATISTICS names (for tests)."""
     ds = dataset(name_or_dataset)
     path = os.environ.get(STATISTICS_VARIABLE)
     entry = _statistics_file(path).get(ds.name) if path else None
