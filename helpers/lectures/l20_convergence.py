@@ -15,9 +15,8 @@ from helpers.core.reference import l1_distance, pagerank
 from helpers.driver import floors, locality
 from helpers.driver.compare import libraries
 from helpers.driver.iteration import REPLAYED, replayed, time_iterations
-from helpers.lectures.l03_cpu_timing import finish, new_axes, plot_medians_with_ranges
 from helpers.measure import gpu, verdicts
-from helpers.measure.figures import reader_of_each_in_link
+from helpers.measure.figures import finish, new_axes, plot_medians_with_ranges, reader_of_each_in_link
 from helpers.measure.gpu import Timing
 from helpers.measure.results import one_sample
 

@@ -1,11 +1,13 @@
-"""Pictures of which thread reads which in-link (in_sources, in memory order) for the ways the course gives
-vertices to threads."""
+"""The lectures' figures: Timings as rates, their medians and ranges as lines and bars, and which thread reads
+which in-link (in_sources, in memory order) for the ways the course gives vertices to threads."""
 from __future__ import annotations
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from helpers.core.arguments import host_array
+from helpers.measure.gpu import Timing
+from helpers.measure.results import log_scale
 
 PATTERNS = ("thread", "warp", "subwarp", "edge")
 
@@ -43,5 +45,53 @@ def who_reads(in_degree, patterns=("thread", "warp"), width: int = 4, ax=None, t
                   "lines: next vertex")
     ax.set_ylim(len(patterns) - 0.3, -0.7)                   # the first pattern on top, as listed
     ax.set_title(title, fontsize=8)
+    ax.figure.tight_layout()
+    return ax
+
+
+def per_second(timing: Timing, count: float, unit: float = 1e9) -> Timing:
+    """``count`` things done in each trial of ``timing`` (ms), per second in ``unit``s: a Timing of rates."""
+    return Timing.of(count / timing.samples_ms / (unit / 1e3), timing.pairing)
+
+
+def million_per_second(timing: Timing, count: float) -> Timing:
+    """``per_second`` in millions."""
+    return per_second(timing, count, 1e6)
+
+
+def medians_and_ranges(timings) -> tuple[np.ndarray, np.ndarray]:
+    """The Timings' medians and their fastest-to-slowest ranges as error bars (2 x n, below and above)."""
+    median = np.array([t.median_ms for t in timings])
+    return median, np.vstack([median - [t.min_ms for t in timings], [t.max_ms for t in timings] - median])
+
+
+def plot_medians_with_ranges(ax, x, timings, **style):
+    """A line through the Timings' medians against ``x``, their ranges as error bars (errorbar ``style``)."""
+    median, ranges = medians_and_ranges(timings)
+    return ax.errorbar(list(x), median, yerr=ranges, **{"fmt": "o-", "capsize": 3, **style})
+
+
+def grouped_bars(ax, rows, groups: dict, colours) -> None:
+    """Horizontal bars of Timings (label -> one per row; median, whiskers the range), grouped by row."""
+    height = 0.8 / len(groups)
+    for i, ((label, timings), colour) in enumerate(zip(groups.items(), colours)):
+        median, spread = medians_and_ranges(timings)
+        ax.barh(np.arange(len(rows)) + (i - (len(groups) - 1) / 2) * height, median, height, xerr=spread,
+                color=colour, label=label, ecolor="black", capsize=2)
+    ax.set_yticks(np.arange(len(rows)), rows)
+    ax.invert_yaxis()
+    log_scale(ax, "x")
+
+
+def new_axes(ax, figsize):
+    """``ax``, or the axes of a new figure of ``figsize``."""
+    return ax if ax is not None else plt.subplots(figsize=figsize)[1]
+
+
+def finish(ax, title: str = "", legend: bool = True, **legend_style):
+    """A lecture plot's last touches: a small title and legend, a tight layout."""
+    ax.set_title(title, fontsize=8)
+    if legend:
+        ax.legend(fontsize=7, **legend_style)
     ax.figure.tight_layout()
     return ax
