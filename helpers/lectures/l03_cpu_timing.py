@@ -11,7 +11,7 @@ from helpers.measure.cpu import usable_cores
 
 
 def time_paired(runs: dict, *, trials: int = 7, warmup: int = 1) -> dict:
-    """``measure.cpu.time_paired`` with its arguments checked: name -> Timing, one negative pairing id for all."""
+    """``measure.cpu.time_paired``, its arguments checked: name -> Timing, one negative pairing id for all."""
     if not isinstance(runs, dict) or not runs:
         raise ArgumentError(f"runs must be a non-empty dict of name -> callable, got {runs!r}")
     for name, run in runs.items():

@@ -40,8 +40,8 @@ def header(*, device_count: bool = False, torch: bool = False) -> list[str]:
         cp = gpu.require_gpu()
         runtime = cp.cuda.runtime
         count = f" x {runtime.getDeviceCount()}" if device_count else ""
-        lines[-1] += (f"{count}; driver {runtime.driverGetVersion()}, CUDA runtime {runtime.runtimeGetVersion()}, "
-                      f"CuPy {cp.__version__}")
+        lines[-1] += (f"{count}; driver {runtime.driverGetVersion()}, CUDA runtime "
+                      f"{runtime.runtimeGetVersion()}, CuPy {cp.__version__}")
         if torch:
             with contextlib.suppress(ImportError):
                 import torch as pytorch
