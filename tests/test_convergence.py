@@ -1,6 +1,6 @@
 """helpers.lectures.l20_convergence, the plumbing of lectures 20-22, on the CPU: the rates and yardsticks lecture 20
 prints, the sentences a control or a part supports, interleaved timing wired to ``gpu.time_paired``, the
-order and sweep summaries, the sizes beyond L2, the T4 model and the drawings."""
+order and sweep summaries, the sizes beyond L2, the T4 model; and the drawings of helpers.measure.figures."""
 import math
 
 import matplotlib
@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 
 from helpers.lectures import l20_convergence as convergence
 from helpers.driver import floors
-from helpers.measure import gpu, verdicts   # noqa: E402
+from helpers.measure import figures, gpu, verdicts   # noqa: E402
 from helpers.driver.iteration import Captured           # noqa: E402
 from helpers.measure.gpu import Timing                          # noqa: E402
 from helpers.core.arguments import ArgumentError, ArrayKindError # noqa: E402
@@ -58,7 +58,7 @@ def test_ulp_sum_adds_one_float32_ulp_per_rank():
     (lambda x: convergence.shrink_factor(x), "values"),
     (lambda x: convergence.first_below(x, 1.5), "values"),
     (lambda x: convergence.ulp_sum(x), "ranks"),
-    (lambda x: convergence.draw_dropped_lanes(x), "in_degree"),
+    (lambda x: figures.draw_dropped_lanes(x), "in_degree"),
 ])
 @pytest.mark.parametrize("kind", ["masked", "gpu"])
 def test_series_and_ranks_refuse_masked_and_gpu_arrays(call, name, kind):
@@ -82,7 +82,7 @@ def test_sectors_per_edge_refuses_masked_ids_but_runs_on_gpu_arrays_too():
     (lambda x: convergence.shrink_factor(x), "values"),
     (lambda x: convergence.first_below(x, 1.5), "values"),
     (lambda x: convergence.ulp_sum(x), "ranks"),
-    (lambda x: convergence.draw_dropped_lanes(x), "in_degree"),
+    (lambda x: figures.draw_dropped_lanes(x), "in_degree"),
 ])
 def test_series_refuse_a_masked_array_in_a_list_a_matrix_and_a_0d_array(call, name):
     """Was: [masked array] was read through its mask (ulp_sum counted the hidden 9.0, first_below found it),
@@ -235,18 +235,18 @@ def test_timing_frame_keeps_timings_for_show_and_chart():
 
 
 def test_the_drawings_draw_what_they_say():
-    ax = convergence.draw_tree_reduction(16)
+    ax = figures.draw_tree_reduction(16)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["loads", "stride 8", "stride 4", "stride 2",
                                                            "stride 1"]
     assert len(ax.texts) == 1 + 8 + 4 + 2 + 1     # the barrier's label and one arrow per addition
     with pytest.raises(ValueError, match="power of two"):
-        convergence.draw_tree_reduction(12)
-    ax = convergence.draw_dropped_lanes([3, 40])
+        figures.draw_tree_reduction(12)
+    ax = figures.draw_dropped_lanes([3, 40])
     crossed = ax.collections[-1].get_offsets()
     assert len(crossed) == 3 + 40 - 3      # all but lane 0's: the first of the 3; positions 0, 32 of the 40
-    ax = convergence.draw_segments(num_vertices=24, num_edges=50, segment=8)
+    ax = figures.draw_segments(num_vertices=24, num_edges=50, segment=8)
     assert [t.get_text() for t in ax.texts] == ["pass 0", "pass 1", "pass 2"]
     for seed, message in ((-1, "at least 0"), (0.5, "an integer"), (2**63, "at most")):
         with pytest.raises(ArgumentError, match=f"seed must be {message}"):
-            convergence.draw_segments(seed=seed)
+            figures.draw_segments(seed=seed)
     assert math.isclose(ax.get_xlim()[1], 23.5)

@@ -7,7 +7,7 @@ import pytest
 
 from helpers.lectures import l03_cpu_timing as cpu_timing
 from helpers.core import generators
-from helpers.measure import verdicts
+from helpers.measure import figures, verdicts
 from helpers.measure.gpu import Timing
 from helpers.core.arguments import ArgumentError
 from helpers.core.reference import DAMPING, pagerank_step, teleport_vector
@@ -66,7 +66,7 @@ def test_the_load_note_names_the_cores():
 
 def test_rates_keep_one_sample_per_trial_and_the_pairing():
     timing = Timing.of([2.0, 4.0, 1.0], pairing=-7)
-    rate = cpu_timing.million_per_second(timing, 6_000_000)
+    rate = figures.million_per_second(timing, 6_000_000)
     assert rate.samples_ms.tolist() == [3000.0, 1500.0, 6000.0] and rate.pairing == -7
     assert (rate.median_ms, rate.min_ms, rate.max_ms) == (3000.0, 1500.0, 6000.0)
 
@@ -77,8 +77,8 @@ def test_the_line_goes_through_the_medians_with_the_ranges_as_error_bars():
     import matplotlib.pyplot as plt
 
     _, ax = plt.subplots()
-    bars = cpu_timing.plot_medians_with_ranges(ax, [10, 20], [Timing.of([1.0, 2.0, 4.0]),
-                                                              Timing.of([3.0, 3.5, 5.0])], label="x")
+    bars = figures.plot_medians_with_ranges(ax, [10, 20], [Timing.of([1.0, 2.0, 4.0]),
+                                                           Timing.of([3.0, 3.5, 5.0])], label="x")
     line, _, (vertical,) = bars.lines
     assert line.get_ydata().tolist() == [2.0, 3.5]
     segments = vertical.get_segments()

@@ -3,9 +3,7 @@ and generated graphs of both memory regimes, each verified and timed (docs/bench
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import platform
 import time
 from pathlib import Path
 
@@ -19,28 +17,12 @@ from helpers.core.reference import DAMPING, pagerank, pagerank_step, teleport_ve
 from helpers.data import datasets
 from helpers.driver import VARIANTS, baselines
 from helpers.measure import gpu
-from helpers.measure.cpu import cpu_description, cpu_ms
+from helpers.measure.cpu import cpu_description, cpu_ms, header
 
 TOL = 1e-6
 DEFAULT_OUT = Path("bench-results")
 PYTHON_MAX_EDGES = 6_000_000     # beyond this one pure-Python iteration takes too long to be worth timing
 BUILD_BYTES_PER_EDGE = 80        # host bytes per edge to build a Graph on the CPU (measured 60-80)
-
-
-def header() -> list[str]:
-    """What this run is on: Python, NumPy, the CPU, the GPU, its driver, CUDA, CuPy, PyTorch."""
-    status = gpu.gpu_status()
-    lines = [f"Python {platform.python_version()}, NumPy {np.__version__}; CPU: {cpu_description()}"]
-    if not status.available:
-        return lines + [f"GPU: {status.description}"]
-    import cupy as cp
-
-    line = (f"GPU: {status.description}; driver {cp.cuda.runtime.driverGetVersion()}, CUDA runtime "
-            f"{cp.cuda.runtime.runtimeGetVersion()}, CuPy {cp.__version__}")
-    with contextlib.suppress(ImportError):
-        import torch
-        line += f", PyTorch {torch.__version__}"
-    return lines + [line]
 
 
 def parse(argv=None):
@@ -90,7 +72,7 @@ def cpu_part(graph) -> dict:
 
 def main(argv=None) -> int:
     args = parse(argv)
-    lines = header()
+    lines = header(torch=True)
     print("\n".join(lines), flush=True)
     print(f"writing results to {args.out}/ (change with --out)", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -7,8 +7,8 @@ import pandas as pd
 
 from helpers.core import generators
 from helpers.driver import DeviceGraph, graph_label, make_iteration
-from helpers.lectures.l03_cpu_timing import finish, grouped_bars, new_axes
 from helpers.measure import verdicts
+from helpers.measure.figures import finish, grouped_bars, new_axes
 from helpers.measure.gpu import device_facts, time_paired
 
 ABOVE = 1_000          # a hub has more in-links than this (web-Google's stand-in: 31 such vertices)

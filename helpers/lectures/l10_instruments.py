@@ -9,7 +9,7 @@ from helpers import kernels
 from helpers.core.arguments import to_host
 from helpers.driver import BLOCK, blocks_for, i32
 from helpers.driver.floors import WARP
-from helpers.lectures.l03_cpu_timing import finish, new_axes
+from helpers.measure.figures import finish, new_axes
 from helpers.measure.gpu import require_gpu
 
 

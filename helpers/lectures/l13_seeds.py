@@ -10,10 +10,10 @@ from helpers.core import generators
 from helpers.core.arguments import check_seed, host_array
 from helpers.driver import baselines
 from helpers.driver.floors import BYTES_MODEL, WARP, bytes_per_iteration
-from helpers.lectures.l03_cpu_timing import finish, grouped_bars, new_axes, plot_medians_with_ranges
 from helpers.lectures.l10_instruments import by_warp, in_degrees
 from helpers.measure import results, verdicts
 from helpers.measure.cpu import cpu_ms as time_cpu
+from helpers.measure.figures import finish, grouped_bars, new_axes, plot_medians_with_ranges
 from helpers.measure.gpu import Timing, device_facts, in_own_context, require_gpu, time_paired
 
 WHOLE = "whole graph"                 # the graph as loaded

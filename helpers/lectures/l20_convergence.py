@@ -1,5 +1,6 @@
 """Plumbing for lectures 20-22 (convergence, fusion, vertex order, blocking): an iteration's change and its
-rate, whole iterations timed interleaved and judged by the verdict rule, sizes beyond L2, drawings."""
+rate, whole iterations timed interleaved and judged by the verdict rule, sizes beyond L2 (the drawings:
+``helpers.measure.figures``)."""
 from __future__ import annotations
 
 import math
@@ -10,14 +11,13 @@ import numpy as np
 import pandas as pd
 
 from helpers import driver
-from helpers.core.arguments import check_seed, host_array
+from helpers.core.arguments import host_array
 from helpers.core.reference import l1_distance, pagerank
 from helpers.driver import floors, locality
 from helpers.driver.compare import libraries
 from helpers.driver.iteration import REPLAYED, replayed, time_iterations
-from helpers.lectures.l03_cpu_timing import finish, new_axes, plot_medians_with_ranges
 from helpers.measure import gpu, verdicts
-from helpers.measure.figures import reader_of_each_in_link
+from helpers.measure.figures import finish, new_axes, plot_medians_with_ranges
 from helpers.measure.gpu import Timing
 from helpers.measure.results import one_sample
 
@@ -383,74 +383,3 @@ def t4_model(graphs: dict):
     table = pd.DataFrame(rows)
     table.attrs.update(gpu=floors.T4_NAME, note="a model at 320 GB/s, not a measurement")
     return table
-
-
-def _cells(ax, row: int, colours, crossed=None, size: int = 70):
-    """One row of squares (an in-link or a shared slot each), coloured by the thread that reads it."""
-    x = np.arange(len(colours))
-    ax.scatter(x, np.full(x.size, row), c=np.asarray(colours) % 20, cmap="tab20", vmin=0, vmax=19,
-               marker="s", s=size)
-    if crossed is not None and np.any(crossed):
-        ax.scatter(x[crossed], np.full(int(np.sum(crossed)), row), marker="x", s=size * 0.8, color="black")
-
-
-def draw_tree_reduction(width: int = 16, ax=None):
-    """A shared-memory block sum of ``width`` values: a row per step (loads, then strides width/2 ... 1), at
-    each an arrow from slot t + stride into slot t for t < stride, barriers between."""
-    if width < 2 or width & (width - 1):
-        raise ValueError(f"width must be a power of two of at least 2, got {width}")
-    ax = new_axes(ax, (9, 3.6))
-    colours = plt.get_cmap("tab20")
-    strides = [width // 2 ** k for k in range(1, int(math.log2(width)) + 1)]
-    _cells(ax, 0, np.arange(width))
-    for step, stride in enumerate(strides, start=1):
-        for t in range(stride):
-            ax.annotate("", xy=(t, step), xytext=(t + stride, step - 1),
-                        arrowprops={"arrowstyle": "->", "color": colours(t % 20), "lw": 1})
-            ax.plot([t, t], [step - 1, step], color=colours(t % 20), lw=1)
-        ax.axhline(step - 0.5, color="grey", ls="--", lw=0.6)
-        _cells(ax, step, np.arange(stride))
-    ax.text(width - 0.5, 0.5, "__syncthreads() between steps", fontsize=7, ha="right", va="center",
-            color="grey")
-    ax.set_yticks(range(len(strides) + 1), ["loads"] + [f"stride {s}" for s in strides])
-    ax.set_ylim(len(strides) + 0.6, -0.6)
-    ax.set_xlabel("shared-memory slot (= the thread that loaded it); arrow colour: the thread that adds")
-    return finish(ax, f"a block sum of {width} values in {len(strides)} steps: slot 0 ends with the total",
-                  legend=False)
-
-
-def draw_dropped_lanes(in_degree, ax=None, title: str = ""):
-    """A warp per vertex, in-links coloured by lane: the shuffle tree, and below, its result dropped (lane 0
-    writes its own sum; crossed: never added)."""
-    degree = np.asarray(host_array(in_degree, "in_degree", ndim=1), dtype=np.int64)
-    lanes = reader_of_each_in_link(degree, "warp") % 32
-    ax = new_axes(ax, (9, 1.9))
-    _cells(ax, 0, lanes)
-    _cells(ax, 1, lanes, crossed=lanes != 0)
-    for start in np.cumsum(degree)[:-1] - 0.5:
-        ax.axvline(start, color="black", lw=0.6)
-    ax.set_yticks([0, 1], ["shuffle tree", "result dropped"])
-    ax.set_ylim(1.7, -0.7)
-    ax.set_xlabel("in-links in memory order; colour: the lane that reads it; x: never added; "
-                  "lines: next vertex")
-    return finish(ax, title, legend=False)
-
-
-def draw_segments(num_vertices: int = 32, num_edges: int = 110, segment: int = 8, seed: int = 0, ax=None):
-    """A small random graph's in-links (source across, target down), coloured by the source segment whose
-    pass adds them: pass s reads only x[s * segment:(s + 1) * segment], a slice that stays in L2."""
-    rng = np.random.default_rng(check_seed(seed))
-    sources = rng.integers(0, num_vertices, num_edges)
-    targets = rng.integers(0, num_vertices, num_edges)
-    ax = new_axes(ax, (5.2, 4.2))
-    ax.scatter(sources, targets, c=(sources // segment) % 10, cmap="tab10", vmin=0, vmax=9, s=18)
-    for edge in range(segment, num_vertices, segment):
-        ax.axvline(edge - 0.5, color="grey", lw=0.8, ls="--")
-    for s in range(-(-num_vertices // segment)):
-        ax.text(s * segment + segment / 2 - 0.5, -1.5, f"pass {s}", ha="center", fontsize=7)
-    ax.set_xlim(-0.5, num_vertices - 0.5)
-    ax.set_ylim(num_vertices - 0.5, -2.5)
-    ax.set_xlabel("source id (the x value gathered)")
-    ax.set_ylabel("target id (the row summed)")
-    return finish(ax, f"{num_edges} in-links in segments of {segment} sources: one pass per segment",
-                  legend=False)

@@ -16,9 +16,9 @@ from helpers.core.graph import Graph
 from helpers.core.reference import l1_distance
 from helpers.driver import baselines, floors
 from helpers.driver.compare import WHOLE, head_to_head
-from helpers.lectures.l03_cpu_timing import per_second, plot_medians_with_ranges
 from helpers.measure import verdicts
 from helpers.measure.cpu import cpu_ms
+from helpers.measure.figures import per_second, plot_medians_with_ranges
 from helpers.measure.gpu import Timing, require_gpu
 
 CPU_WARMUP_S = 0.2                                # a CPU baseline warms up this long before it is timed

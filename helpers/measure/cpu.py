@@ -1,10 +1,19 @@
-"""The CPU this process runs on, and wall-clock timing of CPU steps."""
+"""The CPU this process runs on, what a run is on, and wall-clock timing of CPU steps."""
+import contextlib
 import os
 import platform
 import time
 from functools import lru_cache
 
+import numpy as np
+
+from helpers.measure import gpu
 from helpers.measure.gpu import Timing, interleaved
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the system has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 @lru_cache(maxsize=None)
@@ -17,8 +26,27 @@ def cpu_description() -> str:
                          model)
     except OSError:
         pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = usable_cores()
     return f"{model}, {cores} core{'s' if cores != 1 else ''}"
+
+
+def header(*, device_count: bool = False, torch: bool = False) -> list[str]:
+    """What a run is on: Python, NumPy, the CPU, the GPU (``device_count``: how many), its driver, CUDA, CuPy,
+    and PyTorch's version if ``torch`` and it is installed."""
+    status = gpu.gpu_status()
+    lines = [f"Python {platform.python_version()}, NumPy {np.__version__}; CPU: {cpu_description()}",
+             f"GPU: {status.description}"]
+    if status.available:
+        cp = gpu.require_gpu()
+        runtime = cp.cuda.runtime
+        count = f" x {runtime.getDeviceCount()}" if device_count else ""
+        lines[-1] += (f"{count}; driver {runtime.driverGetVersion()}, CUDA runtime "
+                      f"{runtime.runtimeGetVersion()}, CuPy {cp.__version__}")
+        if torch:
+            with contextlib.suppress(ImportError):
+                import torch as pytorch
+                lines[-1] += f", PyTorch {pytorch.__version__}"
+    return lines
 
 
 def time_paired(runs: dict, *, trials: int = 7, warmup: int = 1) -> dict:

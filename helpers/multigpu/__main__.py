@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -15,26 +14,13 @@ import pandas as pd
 from helpers.core.cli import HelpFormatter
 from helpers.driver.device_generators import rmat_device
 from helpers.measure import gpu
-from helpers.measure.cpu import cpu_description
+from helpers.measure.cpu import header
 from helpers.multigpu import (PULL_VARIANTS, float64_residual, host_graph, local_cluster, pagerank_multi,
                               versions)
 
 BENCH = ("Partitioned PageRank on 1 and on N GPUs (NCCL exchange, and the Dask exchange for contrast): "
          "verified, timed, written as CSV/JSON.")
 CHECK = "Print what is installed for the multi-GPU lecture: Dask, dask-cuda, NCCL, the GPUs."
-
-
-def header() -> list[str]:
-    """What a run is on: Python, NumPy, the CPU, the GPUs, the CUDA driver and runtime, CuPy."""
-    status = gpu.gpu_status()
-    lines = [f"Python {platform.python_version()}, NumPy {np.__version__}; CPU: {cpu_description()}",
-             f"GPU: {status.description}"]
-    if status.available:
-        cp = gpu.require_gpu()
-        runtime = cp.cuda.runtime
-        lines[-1] += (f" x {runtime.getDeviceCount()}; driver {runtime.driverGetVersion()}, CUDA runtime "
-                      f"{runtime.runtimeGetVersion()}, CuPy {cp.__version__}")
-    return lines
 
 
 def parser() -> argparse.ArgumentParser:
@@ -67,7 +53,7 @@ def bench(args: argparse.Namespace) -> int:
     def say(message):
         print(f"[{time.perf_counter() - clock:7.1f} s] {message}", flush=True)
 
-    lines = header() + versions()
+    lines = header(device_count=True) + versions()
     print("\n".join(lines), flush=True)
     gpus = gpu.require_gpu().cuda.runtime.getDeviceCount()
     if gpus < args.workers:
