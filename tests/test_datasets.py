@@ -682,3 +682,13 @@ def test_progress_lines_and_warnings_fit_an_ascii_stream(monkeypatch):
         progress.warn("plain words", datasets.GraphFormatWarning)
     err.flush()
     assert b"GraphFormatWarning: plain words" in err.buffer.getvalue()
+
+
+def test_importing_the_data_path_in_a_notebook_prints_nothing():
+    """pooch imports tqdm.auto, whose 'IProgress not found' warning landed in every notebook's output."""
+    import nbclient
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import helpers.data.datasets")])
+    nbclient.NotebookClient(notebook, timeout=120).execute()
+    assert notebook.cells[0].outputs == []

@@ -9,15 +9,19 @@ import socket
 import ssl
 import threading
 import time
+import warnings
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
-import pooch
 import requests
 
 from helpers.core.arguments import ArgumentError, as_path, check_flag, check_integer, check_seconds
 from helpers.core.progress import bar, say
 from helpers.data.edgelist import other_format
+
+with warnings.catch_warnings():      # pooch imports tqdm.auto, which warns into a notebook without ipywidgets
+    warnings.filterwarnings("ignore", message="IProgress not found")
+    import pooch
 
 MIN_RATE = 10_000          # bytes/s: the default deadline allows the file's size at this rate ...
 DEADLINE_SLACK = 120.0     # ... plus this many seconds
