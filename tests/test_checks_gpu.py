@@ -46,7 +46,8 @@ LAUNCH = textwrap.dedent('''
     import sys
     import numpy as np
     import cupy as cp
-    from helpers import generators, kernels
+    from helpers import kernels
+    from helpers.core import generators
     from helpers.checks import device as g
 
     cp.cuda.set_allocator(None)          # one allocation per array: memcheck knows where each one ends
