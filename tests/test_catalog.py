@@ -7,6 +7,7 @@ import re
 from test_kernels import inline_kernels
 
 from helpers import checks, course, kernels
+from helpers.checks import cpu, gpu_fused, gpu_half, gpu_pull, gpu_update, iteration, library, reorder
 from helpers.driver import VARIANTS     # imports no CuPy
 from helpers.kernels.catalog import CATALOG, EXERCISES, WITHOUT_KERNEL
 
@@ -62,3 +63,6 @@ def test_a_kernel_exercise_has_the_student_write_the_kernel_its_slug_names():
             assert f'__global__ void {e.kernel}(' in solution, e.notebook
             assert checks.KERNELS[e.checker] is e
     assert set(checks.KERNELS) == {e.checker for e in EXERCISES.values() if e.inputs}
+    exported = {name for module in (cpu, gpu_fused, gpu_half, gpu_pull, gpu_update, iteration, library, reorder)
+                for name in module.__all__}
+    assert exported == {e.checker for e in EXERCISES.values()}     # no checker the catalog does not name

@@ -37,7 +37,6 @@ PROBE_SKIPPED = ("the probed launch was skipped: the checker could not rewrite h
                  "written and reads outside the inputs were not checked")
 
 
-Spec = Exercise      # an exercise kernel as its checker launches and probes it (helpers.kernels.catalog)
 KERNELS = {e.checker: e for e in EXERCISES.values() if e.inputs}
 
 
@@ -109,7 +108,7 @@ def defines(code: str, kernel: str) -> bool:
     return found is not None
 
 
-def compiled(device: Device, code: str, spec: Spec):
+def compiled(device: Device, code: str, spec: Exercise):
     """The student's kernel compiled; Wrong (stopping the run) when the source does not define it."""
     if not defines(code, spec.kernel):
         raise Wrong(f'the source defines no extern "C" __global__ void {spec.kernel}(...)',
@@ -117,7 +116,7 @@ def compiled(device: Device, code: str, spec: Spec):
     return device.compile(code, spec.kernel)
 
 
-def probe_kernel(device: Device, code: str, spec: Spec):
+def probe_kernel(device: Device, code: str, spec: Exercise):
     """The probed kernel, or None when the probe does not cover the way this kernel is written."""
     source = probed(code, spec.kernel, spec.outputs, spec.sums, spec.inputs)
     if source is None:
@@ -128,7 +127,7 @@ def probe_kernel(device: Device, code: str, spec: Spec):
         return None
 
 
-def source_cases(code: str, spec: Spec) -> list:
+def source_cases(code: str, spec: Exercise) -> list:
     """One case per distinct hazard the lint finds in the source."""
     by_cause: dict[str, list] = {}
     for hazard in lint(code, spec.kernel, lane_stride=spec.lane_stride, block=BLOCK):
@@ -169,7 +168,7 @@ def checker(name: str, code: str, seed: int, quiet: bool, time_limit: float, cas
     return run(exercise, seed, source_cases(code, spec) + cases, checked, quiet, notes)
 
 
-def graph_case(device: Device, code: str, spec: Spec, graph, rng):
+def graph_case(device: Device, code: str, spec: Exercise, graph, rng):
     """One graph's case: the compiled kernel, its DeviceCase, its inputs on the device and ``args(arrays,
     out)`` for a kernel that takes its inputs, then its output, then n."""
     kernel, dc = compiled(device, code, spec), DeviceCase(graph, rng)
@@ -201,7 +200,7 @@ def probe_launch(device: Device, probe, ins: Inputs, grid, block, args, sizes) -
     return [writers(device.get(b), size) for b, size in zip(buffers, sizes)]
 
 
-def graph_inputs(device: Device, dc: DeviceCase, spec: Spec) -> Inputs:
+def graph_inputs(device: Device, dc: DeviceCase, spec: Exercise) -> Inputs:
     """A kernel's graph inputs (padded, with their lengths) on the device."""
     return Inputs(device, {name: (dc.host[name], dc.length[name]) for name in spec.inputs})
 

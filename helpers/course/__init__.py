@@ -35,6 +35,9 @@ class Scale:
                                "'test' (the tests' small ones)")
         self.name = name
 
+    def __repr__(self) -> str:
+        return f"Scale({self.name!r})"
+
     @property
     def test(self) -> bool:
         return self.name == "test"
